@@ -1,0 +1,56 @@
+// The memory accessor: a range over values stored in format Storage that reads
+// (and, for builders, writes) them as the arithmetic type Arithmetic (fp64).
+//
+// Following the accessor idea, the arithmetic a kernel performs is decoupled
+// from the format the bytes have in memory: a kernel is written once against
+// `range[i]` and instantiated per storage type; conversion happens in registers
+// on load. No kernel converts values by hand.
+#pragma once
+
+#include <cstddef>
+
+#include "petscmp/core/formats.hpp"
+
+namespace petscmp {
+
+template <typename Storage, typename Arithmetic = double> class reduced_range {
+public:
+  using storage_type    = Storage;
+  using arithmetic_type = Arithmetic;
+
+  constexpr reduced_range(const Storage *data, std::size_t length) : data_(data), length_(length) {}
+
+  // Reads element i, converted exactly to the arithmetic type.
+  Arithmetic operator[](std::size_t i) const { return static_cast<Arithmetic>(decode(data_[i])); }
+  constexpr std::size_t length() const { return length_; }
+  // A sub-range starting at `offset` (the values of one row, say).
+  constexpr reduced_range subrange(std::size_t offset, std::size_t length) const
+  {
+    return reduced_range(data_ + offset, length);
+  }
+  constexpr const Storage *data() const { return data_; }
+
+private:
+  const Storage *data_;
+  std::size_t length_;
+};
+
+// A writable range: stores arithmetic values rounded once into Storage.
+template <typename Storage, typename Arithmetic = double> class reduced_writer {
+public:
+  constexpr reduced_writer(Storage *data, std::size_t length) : data_(data), length_(length) {}
+  void store(std::size_t i, Arithmetic v) const { data_[i] = encode_as<Storage>(static_cast<double>(v)); }
+  Arithmetic load(std::size_t i) const { return static_cast<Arithmetic>(decode(data_[i])); }
+  constexpr std::size_t length() const { return length_; }
+
+private:
+  Storage *data_;
+  std::size_t length_;
+};
+
+template <typename Storage> constexpr reduced_range<Storage> make_range(const Storage *data, std::size_t length)
+{
+  return reduced_range<Storage>(data, length);
+}
+
+} // namespace petscmp

@@ -1,0 +1,161 @@
+// The compact (mixed-precision) copy of a CSR matrix and the one builder that
+// makes it. Format selection for every storage mode lives in storage_builder.cpp
+// and nowhere else.
+//
+// Layout. The master fp64 CSR (row pointers, column indices) stays where it is
+// (in PETSc's SeqAIJ); the compact copy stores only the values, grouped in
+// row blocks of one format each, so kernels never branch per entry:
+//  - run layout: each block is a contiguous range of rows [row_begin, row_end)
+//    whose values lie contiguously; the column indices and row pointers of the
+//    master are read as they are. Chosen when precision changes rarely.
+//  - grouped layout (the thesis's row-wise split with rows clustered by
+//    precision): each block lists its rows and the offsets of their values.
+//    Chosen when the precision changes more often than every kMinRunLength rows,
+//    or when most rows are empty (the off-diagonal block of an MPI matrix).
+//  - entry split (Ahmad et al.): two CSR matrices with their own indices, one
+//    with the fp32 entries and one with the fp64 entries.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "petscmp/core/formats.hpp"
+
+namespace petscmp {
+
+enum class StorageMode : std::uint8_t {
+  lossless,  // per row, narrowest of fp16/bf16/fp32/fp64 that holds every value exactly
+  fp32,      // uniform lossy formats (rows that would overflow/underflow stay wider)
+  fp16,
+  bf16,
+  fp11_20,
+  fp11_4,
+  tolerance, // per row, narrowest format with relative error <= tolerance for every entry
+  rowsplit,  // thesis row-wise split: fp32 rows by a range test, else fp64
+  entrysplit // Ahmad et al. entry-wise split: |a| < range in fp32, else fp64
+};
+inline constexpr int kStorageModeCount = 9;
+const char *storage_mode_name(StorageMode m);
+bool parse_storage_mode(const char *name, StorageMode *m);
+// True when the mode may change matrix values (everything but lossless).
+inline bool storage_mode_is_lossy(StorageMode m) { return m != StorageMode::lossless; }
+
+// Summation order inside a row. PETSc's SeqAIJ sums sequentially; when it has
+// detected inodes it adds pairs of products (sum += a0*x0 + a1*x1). Lossless
+// mode reproduces whichever PETSc uses, so results match AIJ bit for bit.
+enum class SumOrder : std::uint8_t { sequential, paired };
+
+struct StorageOptions {
+  StorageMode mode      = StorageMode::lossless;
+  double tolerance      = 1e-3; // tolerance mode: bound on each entry's relative error
+  double range_factor   = 0.1;  // rowsplit: r = range_factor * mean |a|
+  double row_fraction   = 0.99; // rowsplit: fraction of a row's values inside (-r, r)
+  double range          = 1.0;  // entrysplit: |a| < range goes to fp32
+  double mean_abs_value = -1.0; // rowsplit: mean |a| over the whole matrix (all ranks); < 0: computed from the parts
+  SumOrder order        = SumOrder::sequential;
+};
+
+// A read-only view of a CSR matrix (the master copy).
+template <typename Index> struct CsrView {
+  Index nrows = 0, ncols = 0;
+  const Index *rowptr  = nullptr;
+  const Index *cols    = nullptr;
+  const double *values = nullptr;
+};
+
+// Value bytes, 8-byte aligned so every storage type can be read in place.
+class AlignedBytes {
+public:
+  AlignedBytes() = default;
+  explicit AlignedBytes(std::size_t n) { resize(n); }
+  void resize(std::size_t n) { words_.assign((n + 7) / 8, 0); bytes_ = n; }
+  std::size_t size() const { return bytes_; }
+  template <typename T> T *as() { return reinterpret_cast<T *>(words_.data()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(words_.data()); }
+
+private:
+  std::vector<std::uint64_t> words_;
+  std::size_t bytes_ = 0;
+};
+
+struct RowBlock {
+  Format format         = Format::fp64;
+  std::int64_t row_begin = 0, row_end = 0; // run layout: rows [row_begin, row_end)
+  std::int64_t value_base = 0;             // run layout: rowptr[row_begin]
+  std::vector<std::int32_t> rows;          // grouped layout: the block's rows
+  std::vector<std::int64_t> value_offsets; // grouped layout: row k's values at [offsets[k], offsets[k+1])
+  std::int64_t nnz = 0;
+  AlignedBytes values;
+  bool grouped() const { return !value_offsets.empty(); }
+  std::int64_t row_count() const { return grouped() ? static_cast<std::int64_t>(rows.size()) : row_end - row_begin; }
+};
+
+// One part of an entry split: a CSR matrix of its own over all rows.
+struct SplitPart {
+  Format format = Format::fp64;
+  std::vector<std::int64_t> rowptr; // nrows + 1
+  std::vector<std::int32_t> cols;
+  AlignedBytes values;
+};
+
+struct FormatStats {
+  std::int64_t rows = 0, nnz = 0;
+  double max_relative_error = 0.0; // largest |stored - a| / |a| actually introduced
+};
+
+struct StorageStats {
+  FormatStats per_format[kFormatCount];
+  std::int64_t nrows = 0, nnz = 0;
+  std::int64_t value_bytes = 0; // bytes of stored values
+  std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
+  int index_size = 4;           // bytes of one master index
+  double aij_bytes() const { return static_cast<double>(nnz) * (8 + index_size) + static_cast<double>(nrows + 1) * index_size; }
+  double bytes() const { return static_cast<double>(value_bytes + index_bytes); }
+  double max_relative_error() const;
+};
+
+struct CompactCsr {
+  std::int64_t nrows = 0, ncols = 0;
+  StorageMode mode = StorageMode::lossless;
+  SumOrder order   = SumOrder::sequential;
+  bool all_rows_covered = true;      // every row belongs to a block (run layout); else unlisted rows are empty
+  std::vector<RowBlock> blocks;      // row-wise layouts
+  std::vector<SplitPart> split;      // entry split (blocks empty)
+  StorageStats stats;
+  bool entry_split() const { return !split.empty(); }
+};
+
+class StorageError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// Sum of |a| and count over the finite nonzeros: the statistic rowsplit's range
+// needs, to be reduced over all ranks by the caller.
+struct AbsSum {
+  double sum = 0.0;
+  std::int64_t count = 0;
+};
+template <typename Index> AbsSum abs_value_sum(const CsrView<Index> &csr);
+
+// The format of every row, decided over all parts (an MPI matrix's diagonal and
+// off-diagonal blocks hold pieces of the same rows). Not used by entrysplit.
+template <typename Index>
+std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts, const StorageOptions &opts);
+
+// Builds the compact copy of one part with the given row formats.
+template <typename Index>
+CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts);
+
+// Convenience: choose formats for a single matrix and assemble (any mode).
+template <typename Index> CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts);
+
+// Builds the entry split of one part.
+template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts);
+
+// A run must be at least this many rows long on average for the run layout.
+inline constexpr std::int64_t kMinRunLength = 32;
+
+} // namespace petscmp

@@ -1,0 +1,288 @@
+// Storage formats for matrix values and their conversions to and from fp64.
+//
+// This header is the only place that knows how each format is encoded. All
+// other code asks it: the accessor decodes through it, the storage builder
+// rounds through it, and dispatch_format() maps the runtime tag to a type.
+//
+// Formats (fpE,S = E exponent bits, S explicit significand bits):
+//   fp64     IEEE binary64                                   (exact)
+//   fp32     IEEE binary32,  fp8,23, round to nearest even   u = 2^-24
+//   fp16     IEEE binary16,  fp5,10, round to nearest even   u = 2^-11
+//   bf16     bfloat16,       fp8,7,  round to nearest even   u = 2^-8
+//   fp11_20  upper 32 bits of a double, fp11,20, truncation  u = 2^-20
+//   fp11_4   upper 16 bits of a double, fp11,4,  truncation  u = 2^-4
+// The truncated formats keep the double's exponent, so they never overflow;
+// they round toward zero (dropping low significand bits), as in the adaptive
+// block-Jacobi paper, so their unit roundoff is one ulp, not half an ulp.
+// Conversions from fp64 round once, directly from the double (never through
+// fp32, which would round twice).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#if defined(__F16C__) || defined(__AVX512FP16__)
+#include <immintrin.h>
+#endif
+
+namespace petscmp {
+
+enum class Format : std::uint8_t { fp64 = 0, fp32 = 1, fp16 = 2, bf16 = 3, fp11_20 = 4, fp11_4 = 5 };
+inline constexpr int kFormatCount = 6;
+
+// Storage types: distinct types so templates select the right decoder.
+struct fp16_t {
+  std::uint16_t bits;
+};
+struct bf16_t {
+  std::uint16_t bits;
+};
+struct fp11_20_t {
+  std::uint32_t bits;
+};
+struct fp11_4_t {
+  std::uint16_t bits;
+};
+
+inline std::uint64_t double_bits(double v)
+{
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+inline double double_from_bits(std::uint64_t b)
+{
+  double v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+inline std::uint32_t float_bits(float v)
+{
+  std::uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+inline float float_from_bits(std::uint32_t b)
+{
+  float v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+namespace detail {
+
+// Round a double to an IEEE-style binary format with ExpBits exponent bits and
+// ManBits explicit significand bits (with subnormals, Inf and NaN), to nearest
+// with ties to even. Returns the bit pattern in the low 1+ExpBits+ManBits bits.
+template <int ExpBits, int ManBits> std::uint32_t encode_ieee_rne(double v)
+{
+  constexpr int bias          = (1 << (ExpBits - 1)) - 1;
+  constexpr int emin          = 1 - bias;
+  constexpr std::uint32_t inf = ((1u << ExpBits) - 1u) << ManBits;
+  constexpr int sign_shift    = ExpBits + ManBits;
+
+  const std::uint64_t b    = double_bits(v);
+  const std::uint32_t sign = static_cast<std::uint32_t>(b >> 63) << sign_shift;
+  const int dexp           = static_cast<int>((b >> 52) & 0x7ff);
+  const std::uint64_t frac = b & ((std::uint64_t(1) << 52) - 1);
+
+  if (dexp == 0x7ff) {
+    if (frac == 0) return sign | inf;
+    // NaN: keep the leading payload bits, force the quiet bit.
+    const std::uint32_t payload = static_cast<std::uint32_t>(frac >> (52 - ManBits));
+    return sign | inf | payload | (1u << (ManBits - 1));
+  }
+  if (dexp == 0 && frac == 0) return sign;
+
+  // v = m * 2^(e - 52) with m the 53-bit integer significand.
+  const std::uint64_t m = dexp ? (frac | (std::uint64_t(1) << 52)) : frac;
+  const int e           = dexp ? dexp - 1023 : -1022;
+  const bool normal     = e >= emin;
+  const int shift       = (52 - ManBits) + (normal ? 0 : emin - e);
+  if (shift > 62) return sign; // below half of the smallest subnormal: rounds to zero
+  std::uint64_t q         = m >> shift;
+  const std::uint64_t rem = m & ((std::uint64_t(1) << shift) - 1);
+  const std::uint64_t half = std::uint64_t(1) << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) ++q;
+
+  std::uint64_t bits;
+  if (normal) {
+    // q is in [2^ManBits, 2^(ManBits+1)]; a carry into the exponent is correct.
+    bits = (static_cast<std::uint64_t>(e + bias) << ManBits) + (q - (std::uint64_t(1) << ManBits));
+  } else {
+    bits = q; // subnormal; q == 2^ManBits becomes the smallest normal
+  }
+  if (bits >= inf) return sign | inf; // overflow
+  return sign | static_cast<std::uint32_t>(bits);
+}
+
+template <int ExpBits, int ManBits> double decode_ieee(std::uint32_t bits)
+{
+  constexpr int bias             = (1 << (ExpBits - 1)) - 1;
+  constexpr std::uint32_t expmax = (1u << ExpBits) - 1u;
+  const std::uint64_t sign       = static_cast<std::uint64_t>((bits >> (ExpBits + ManBits)) & 1u) << 63;
+  const std::uint32_t exp        = (bits >> ManBits) & expmax;
+  const std::uint64_t man        = bits & ((1u << ManBits) - 1u);
+  if (exp == expmax) return double_from_bits(sign | (std::uint64_t(0x7ff) << 52) | (man << (52 - ManBits)));
+  if (exp == 0) {
+    const double mag = std::ldexp(static_cast<double>(man), 1 - bias - ManBits);
+    return sign ? -mag : mag;
+  }
+  const std::uint64_t dexp = static_cast<std::uint64_t>(static_cast<int>(exp) - bias + 1023);
+  return double_from_bits(sign | (dexp << 52) | (man << (52 - ManBits)));
+}
+
+// Truncation of a double to its upper Bits bits; a NaN whose payload lies only
+// in the dropped bits would turn into Inf, so it is made a quiet NaN.
+template <int Bits> std::uint64_t truncate_double(double v)
+{
+  const std::uint64_t b = double_bits(v);
+  std::uint64_t t       = b >> (64 - Bits);
+  if (std::isnan(v)) t |= std::uint64_t(1) << (Bits - 13); // quiet bit of the kept significand
+  return t;
+}
+
+} // namespace detail
+
+// ---- encode (fp64 -> storage) -------------------------------------------------
+inline double encode(double v, double *) { return v; }
+inline float encode(double v, float *) { return static_cast<float>(v); } // hardware RNE
+inline fp16_t encode(double v, fp16_t *) { return {static_cast<std::uint16_t>(detail::encode_ieee_rne<5, 10>(v))}; }
+inline bf16_t encode(double v, bf16_t *) { return {static_cast<std::uint16_t>(detail::encode_ieee_rne<8, 7>(v))}; }
+inline fp11_20_t encode(double v, fp11_20_t *) { return {static_cast<std::uint32_t>(detail::truncate_double<32>(v))}; }
+inline fp11_4_t encode(double v, fp11_4_t *) { return {static_cast<std::uint16_t>(detail::truncate_double<16>(v))}; }
+
+template <typename Storage> inline Storage encode_as(double v) { return encode(v, static_cast<Storage *>(nullptr)); }
+
+// ---- decode (storage -> fp64), exact -----------------------------------------
+inline double decode(double s) { return s; }
+inline double decode(float s) { return static_cast<double>(s); }
+// Portable decoder, used where no hardware conversion exists and by the tests
+// that check the hardware path against it.
+inline double decode_fp16_portable(fp16_t s) { return detail::decode_ieee<5, 10>(s.bits); }
+inline double decode(fp16_t s)
+{
+#if defined(__AVX512FP16__)
+  _Float16 h;
+  std::memcpy(&h, &s.bits, sizeof h);
+  return static_cast<double>(h);
+#elif defined(__F16C__)
+  return static_cast<double>(_cvtsh_ss(s.bits));
+#else
+  return decode_fp16_portable(s);
+#endif
+}
+inline double decode(bf16_t s) { return static_cast<double>(float_from_bits(static_cast<std::uint32_t>(s.bits) << 16)); }
+inline double decode(fp11_20_t s) { return double_from_bits(static_cast<std::uint64_t>(s.bits) << 32); }
+inline double decode(fp11_4_t s) { return double_from_bits(static_cast<std::uint64_t>(s.bits) << 48); }
+
+// ---- compile-time traits -------------------------------------------------------
+template <typename Storage> struct storage_traits;
+#define PETSCMP_STORAGE_TRAITS(T, F, NAME, UNIT_ROUNDOFF_EXP2, MAXVAL, MINNORMAL)                                      \
+  template <> struct storage_traits<T> {                                                                              \
+    static constexpr Format format         = Format::F;                                                               \
+    static constexpr const char *name      = NAME;                                                                    \
+    static constexpr int unit_roundoff_exp2 = UNIT_ROUNDOFF_EXP2;                                                     \
+    static double max_finite() { return MAXVAL; }                                                                     \
+    static double min_normal() { return MINNORMAL; }                                                                  \
+  }
+PETSCMP_STORAGE_TRAITS(double, fp64, "fp64", -53, std::numeric_limits<double>::max(), std::numeric_limits<double>::min());
+PETSCMP_STORAGE_TRAITS(float, fp32, "fp32", -24, std::numeric_limits<float>::max(), std::numeric_limits<float>::min());
+PETSCMP_STORAGE_TRAITS(fp16_t, fp16, "fp16", -11, 65504.0, 0x1p-14);
+PETSCMP_STORAGE_TRAITS(bf16_t, bf16, "bf16", -8, 0x1.fep127, std::numeric_limits<float>::min());
+PETSCMP_STORAGE_TRAITS(fp11_20_t, fp11_20, "fp11_20", -20, 0x1.fffffp1023, std::numeric_limits<double>::min());
+PETSCMP_STORAGE_TRAITS(fp11_4_t, fp11_4, "fp11_4", -4, 0x1.fp1023, std::numeric_limits<double>::min());
+#undef PETSCMP_STORAGE_TRAITS
+
+template <typename T> struct type_tag {
+  using type = T;
+};
+
+// Calls fn(type_tag<Storage>{}) with the storage type of a runtime format tag:
+// the single map from Format to C++ type.
+template <typename Fn> decltype(auto) dispatch_format(Format f, Fn &&fn)
+{
+  switch (f) {
+  case Format::fp32:
+    return fn(type_tag<float>{});
+  case Format::fp16:
+    return fn(type_tag<fp16_t>{});
+  case Format::bf16:
+    return fn(type_tag<bf16_t>{});
+  case Format::fp11_20:
+    return fn(type_tag<fp11_20_t>{});
+  case Format::fp11_4:
+    return fn(type_tag<fp11_4_t>{});
+  case Format::fp64:
+  default:
+    return fn(type_tag<double>{});
+  }
+}
+
+// ---- runtime properties ----------------------------------------------------------
+inline const char *format_name(Format f)
+{
+  return dispatch_format(f, [](auto tag) { return storage_traits<typename decltype(tag)::type>::name; });
+}
+inline std::size_t format_bytes(Format f)
+{
+  return dispatch_format(f, [](auto tag) { return sizeof(typename decltype(tag)::type); });
+}
+// Largest relative error of a conversion of a value in the normal range.
+inline double unit_roundoff(Format f)
+{
+  return dispatch_format(f, [](auto tag) {
+    return std::ldexp(1.0, storage_traits<typename decltype(tag)::type>::unit_roundoff_exp2);
+  });
+}
+inline double max_finite(Format f)
+{
+  return dispatch_format(f, [](auto tag) { return storage_traits<typename decltype(tag)::type>::max_finite(); });
+}
+inline double min_normal(Format f)
+{
+  return dispatch_format(f, [](auto tag) { return storage_traits<typename decltype(tag)::type>::min_normal(); });
+}
+// Parses a format name ("fp64", "fp32", "fp16", "bf16", "fp11_20", "fp11_4").
+bool parse_format(const char *name, Format *f);
+
+// The value v becomes after storage in format f.
+inline double round_trip(Format f, double v)
+{
+  return dispatch_format(f, [v](auto tag) {
+    using S = typename decltype(tag)::type;
+    return decode(encode_as<S>(v));
+  });
+}
+
+// How one conversion went; the builders decide with it.
+enum class Conversion : std::uint8_t {
+  exact,       // the stored value is bit for bit v (NaN payloads included)
+  rounded,     // relative error within the format's unit roundoff
+  underflowed, // v is finite and nonzero, but its relative error exceeds u (subnormal or flushed to zero)
+  overflowed,  // v is finite, the stored value is not
+  nan_payload  // v is NaN/Inf and the stored value is NaN/Inf, but not bitwise equal
+};
+inline Conversion classify_conversion(Format f, double v)
+{
+  const double r = round_trip(f, v);
+  if (double_bits(r) == double_bits(v)) return Conversion::exact;
+  if (!std::isfinite(v)) return Conversion::nan_payload;
+  if (!std::isfinite(r)) return Conversion::overflowed;
+  if (std::fabs(r - v) > unit_roundoff(f) * std::fabs(v)) return Conversion::underflowed;
+  return Conversion::rounded;
+}
+// Relative error |stored - v| / |v| (0 when exact; infinity when not finite).
+inline double relative_error(Format f, double v)
+{
+  const double r = round_trip(f, v);
+  if (double_bits(r) == double_bits(v) || (std::isnan(r) && std::isnan(v))) return 0.0;
+  if (!std::isfinite(r) || !std::isfinite(v)) return std::numeric_limits<double>::infinity();
+  if (v == 0.0) return r == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::fabs(r - v) / std::fabs(v);
+}
+
+} // namespace petscmp

@@ -1,0 +1,411 @@
+// The storage builder: the only place where formats are chosen.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "petscmp/core/accessor.hpp"
+#include "petscmp/core/compact_csr.hpp"
+
+namespace petscmp {
+
+namespace {
+
+const char *const kModeNames[kStorageModeCount] = {"lossless", "fp32",      "fp16",     "bf16",      "fp11_20",
+                                                   "fp11_4",   "tolerance", "rowsplit", "entrysplit"};
+
+// Ladders, narrowest first; among equal sizes the format with more significand
+// bits comes first.
+const Format kLosslessLadder[]  = {Format::fp16, Format::bf16, Format::fp32, Format::fp64};
+const Format kToleranceLadder[] = {Format::fp16, Format::bf16, Format::fp11_4, Format::fp32, Format::fp11_20, Format::fp64};
+
+// The next wider format a uniform lossy mode falls back to for one row.
+Format wider_format(Format f)
+{
+  switch (f) {
+  case Format::fp16:
+  case Format::bf16:
+    return Format::fp32;
+  case Format::fp11_4:
+    return Format::fp11_20;
+  default:
+    return Format::fp64;
+  }
+}
+
+Format uniform_format(StorageMode m)
+{
+  switch (m) {
+  case StorageMode::fp32:
+    return Format::fp32;
+  case StorageMode::fp16:
+    return Format::fp16;
+  case StorageMode::bf16:
+    return Format::bf16;
+  case StorageMode::fp11_20:
+    return Format::fp11_20;
+  case StorageMode::fp11_4:
+    return Format::fp11_4;
+  default:
+    return Format::fp64;
+  }
+}
+
+// A row's values, possibly spread over several parts.
+template <typename Index> class RowValues {
+public:
+  RowValues(const std::vector<CsrView<Index>> &parts, Index row) : parts_(parts), row_(row) {}
+  template <typename Pred> bool all_of(Pred pred) const
+  {
+    for (const auto &p : parts_)
+      for (Index k = p.rowptr[row_]; k < p.rowptr[row_ + 1]; ++k)
+        if (!pred(p.values[k])) return false;
+    return true;
+  }
+  std::int64_t count() const
+  {
+    std::int64_t n = 0;
+    for (const auto &p : parts_) n += p.rowptr[row_ + 1] - p.rowptr[row_];
+    return n;
+  }
+  template <typename Pred> std::int64_t count_if(Pred pred) const
+  {
+    std::int64_t n = 0;
+    for (const auto &p : parts_)
+      for (Index k = p.rowptr[row_]; k < p.rowptr[row_ + 1]; ++k) n += pred(p.values[k]) ? 1 : 0;
+    return n;
+  }
+
+private:
+  const std::vector<CsrView<Index>> &parts_;
+  Index row_;
+};
+
+// Stored exactly, or rounded within the format's unit roundoff. Non-finite
+// values must be stored exactly (so NaN/Inf stay what they are).
+bool stores_within_roundoff(Format f, double v)
+{
+  const Conversion c = classify_conversion(f, v);
+  return c == Conversion::exact || c == Conversion::rounded;
+}
+
+template <typename Index> Format lossless_row_format(const RowValues<Index> &row)
+{
+  for (Format f : kLosslessLadder)
+    if (row.all_of([f](double v) { return classify_conversion(f, v) == Conversion::exact; })) return f;
+  return Format::fp64;
+}
+
+template <typename Index> Format uniform_row_format(const RowValues<Index> &row, Format f)
+{
+  for (; f != Format::fp64; f = wider_format(f))
+    if (row.all_of([f](double v) { return stores_within_roundoff(f, v); })) return f;
+  return Format::fp64;
+}
+
+template <typename Index> Format tolerance_row_format(const RowValues<Index> &row, double tol)
+{
+  for (Format f : kToleranceLadder)
+    if (row.all_of([f, tol](double v) { return stores_within_roundoff(f, v) && relative_error(f, v) <= tol; }))
+      return f;
+  return Format::fp64;
+}
+
+// Thesis row-wise split: fp32 when at least `fraction` of the row lies in
+// (-r, r) and every value fits fp32 (we also refuse rows that would underflow).
+template <typename Index> Format rowsplit_row_format(const RowValues<Index> &row, double r, double fraction)
+{
+  const std::int64_t n = row.count();
+  if (n == 0) return Format::fp64;
+  const std::int64_t inside = row.count_if([r](double v) { return std::fabs(v) < r; });
+  if (static_cast<double>(inside) < fraction * static_cast<double>(n)) return Format::fp64;
+  return row.all_of([](double v) { return stores_within_roundoff(Format::fp32, v); }) ? Format::fp32 : Format::fp64;
+}
+
+template <typename Index> double mean_abs(const std::vector<CsrView<Index>> &parts)
+{
+  AbsSum total;
+  for (const auto &p : parts) {
+    const AbsSum s = abs_value_sum(p);
+    total.sum += s.sum;
+    total.count += s.count;
+  }
+  return total.count ? total.sum / static_cast<double>(total.count) : 0.0;
+}
+
+// Copies a row's values into a block's storage and records the error made.
+template <typename Index>
+void store_row_values(const CsrView<Index> &csr, Index row, Format f, RowBlock &block, std::int64_t dst,
+                      FormatStats &stats)
+{
+  dispatch_format(f, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const reduced_writer<S> out(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+    for (Index k = csr.rowptr[row]; k < csr.rowptr[row + 1]; ++k, ++dst) {
+      out.store(static_cast<std::size_t>(dst), csr.values[k]);
+      stats.max_relative_error = std::max(stats.max_relative_error, relative_error(f, csr.values[k]));
+    }
+  });
+}
+
+struct Run {
+  Format format;
+  std::int64_t begin, end;
+};
+
+// Runs of consecutive rows with one format; empty rows join the current run.
+template <typename Index> std::vector<Run> find_runs(const CsrView<Index> &csr, const std::vector<Format> &formats)
+{
+  std::vector<Run> runs;
+  for (Index i = 0; i < csr.nrows; ++i) {
+    const bool empty = csr.rowptr[i + 1] == csr.rowptr[i];
+    if (runs.empty()) runs.push_back({formats[i], i, i + 1});
+    else if (empty || runs.back().format == formats[i]) runs.back().end = i + 1;
+    else runs.push_back({formats[i], i, i + 1});
+  }
+  return runs;
+}
+
+template <typename Index>
+void assemble_runs(const CsrView<Index> &csr, const std::vector<Run> &runs, CompactCsr &out)
+{
+  for (const Run &run : runs) {
+    RowBlock block;
+    block.format     = run.format;
+    block.row_begin  = run.begin;
+    block.row_end    = run.end;
+    block.value_base = csr.rowptr[run.begin];
+    block.nnz        = csr.rowptr[run.end] - csr.rowptr[run.begin];
+    block.values.resize(static_cast<std::size_t>(block.nnz) * format_bytes(run.format));
+    FormatStats &fs = out.stats.per_format[static_cast<int>(run.format)];
+    for (std::int64_t i = run.begin; i < run.end; ++i) {
+      const Index row = static_cast<Index>(i);
+      if (csr.rowptr[row + 1] == csr.rowptr[row]) continue;
+      store_row_values(csr, row, run.format, block, csr.rowptr[row] - block.value_base, fs);
+      fs.rows += 1;
+      fs.nnz += csr.rowptr[row + 1] - csr.rowptr[row];
+    }
+    out.stats.value_bytes += static_cast<std::int64_t>(block.values.size());
+    out.blocks.push_back(std::move(block));
+  }
+  out.all_rows_covered = true;
+  out.stats.index_bytes = static_cast<std::int64_t>(sizeof(Index)) * (out.stats.nnz + out.nrows + 1);
+}
+
+template <typename Index>
+void assemble_grouped(const CsrView<Index> &csr, const std::vector<Format> &formats, CompactCsr &out)
+{
+  if (csr.nrows > std::numeric_limits<std::int32_t>::max())
+    throw StorageError("petscmp: more than 2^31 local rows need the grouped layout, which indexes rows in 32 bits");
+  std::int64_t list_bytes = 0;
+  for (int fi = 0; fi < kFormatCount; ++fi) {
+    const Format f = static_cast<Format>(fi);
+    RowBlock block;
+    block.format = f;
+    block.value_offsets.push_back(0);
+    for (Index i = 0; i < csr.nrows; ++i) {
+      const Index n = csr.rowptr[i + 1] - csr.rowptr[i];
+      if (n == 0 || formats[i] != f) continue;
+      block.rows.push_back(static_cast<std::int32_t>(i));
+      block.value_offsets.push_back(block.value_offsets.back() + n);
+    }
+    if (block.rows.empty()) continue;
+    block.nnz = block.value_offsets.back();
+    block.values.resize(static_cast<std::size_t>(block.nnz) * format_bytes(f));
+    FormatStats &fs = out.stats.per_format[fi];
+    for (std::size_t k = 0; k < block.rows.size(); ++k) {
+      store_row_values(csr, static_cast<Index>(block.rows[k]), f, block, block.value_offsets[k], fs);
+      fs.rows += 1;
+    }
+    fs.nnz += block.nnz;
+    out.stats.value_bytes += static_cast<std::int64_t>(block.values.size());
+    // per listed row: the row number, its value offset and two row pointers
+    list_bytes += static_cast<std::int64_t>(block.rows.size()) * (4 + 8 + 2 * sizeof(Index));
+    out.blocks.push_back(std::move(block));
+  }
+  out.all_rows_covered = false;
+  out.stats.index_bytes = static_cast<std::int64_t>(sizeof(Index)) * out.stats.nnz + list_bytes;
+}
+
+template <typename Index> void check_view(const CsrView<Index> &csr)
+{
+  if (csr.nrows < 0 || csr.ncols < 0) throw StorageError("petscmp: negative matrix dimensions");
+  if (csr.nrows > 0 && (!csr.rowptr || (csr.rowptr[csr.nrows] > 0 && (!csr.cols || !csr.values))))
+    throw StorageError("petscmp: the CSR arrays of the matrix are missing");
+}
+
+} // namespace
+
+const char *storage_mode_name(StorageMode m) { return kModeNames[static_cast<int>(m)]; }
+
+bool parse_storage_mode(const char *name, StorageMode *m)
+{
+  for (int i = 0; i < kStorageModeCount; ++i)
+    if (name && std::strcmp(name, kModeNames[i]) == 0) {
+      *m = static_cast<StorageMode>(i);
+      return true;
+    }
+  return false;
+}
+
+bool parse_format(const char *name, Format *f)
+{
+  for (int i = 0; i < kFormatCount; ++i)
+    if (name && std::strcmp(name, format_name(static_cast<Format>(i))) == 0) {
+      *f = static_cast<Format>(i);
+      return true;
+    }
+  return false;
+}
+
+double StorageStats::max_relative_error() const
+{
+  double e = 0.0;
+  for (const auto &f : per_format) e = std::max(e, f.max_relative_error);
+  return e;
+}
+
+template <typename Index> AbsSum abs_value_sum(const CsrView<Index> &csr)
+{
+  AbsSum s;
+  const Index nnz = csr.nrows ? csr.rowptr[csr.nrows] : 0;
+  for (Index k = 0; k < nnz; ++k)
+    if (std::isfinite(csr.values[k]) && csr.values[k] != 0.0) {
+      s.sum += std::fabs(csr.values[k]);
+      s.count += 1;
+    }
+  return s;
+}
+
+template <typename Index>
+std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts, const StorageOptions &opts)
+{
+  if (parts.empty()) return {};
+  const Index nrows = parts.front().nrows;
+  for (const auto &p : parts) {
+    check_view(p);
+    if (p.nrows != nrows) throw StorageError("petscmp: the parts of a matrix disagree on the number of rows");
+  }
+  if (opts.mode == StorageMode::tolerance && !(opts.tolerance >= 0.0))
+    throw StorageError("petscmp: the tolerance must be a nonnegative number");
+  if (opts.mode == StorageMode::rowsplit && (!(opts.range_factor > 0.0) || !(opts.row_fraction >= 0.0 && opts.row_fraction <= 1.0)))
+    throw StorageError("petscmp: rowsplit needs a positive range factor and a row fraction in [0, 1]");
+
+  const double r = opts.range_factor * (opts.mean_abs_value >= 0.0 ? opts.mean_abs_value : mean_abs(parts));
+  std::vector<Format> formats(static_cast<std::size_t>(nrows), Format::fp64);
+  for (Index i = 0; i < nrows; ++i) {
+    const RowValues<Index> row(parts, i);
+    switch (opts.mode) {
+    case StorageMode::lossless:
+      formats[i] = lossless_row_format(row);
+      break;
+    case StorageMode::tolerance:
+      formats[i] = tolerance_row_format(row, opts.tolerance);
+      break;
+    case StorageMode::rowsplit:
+      formats[i] = rowsplit_row_format(row, r, opts.row_fraction);
+      break;
+    case StorageMode::entrysplit:
+      throw StorageError("petscmp: entrysplit chooses formats per entry, not per row");
+    default:
+      formats[i] = uniform_row_format(row, uniform_format(opts.mode));
+      break;
+    }
+  }
+  return formats;
+}
+
+template <typename Index>
+CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts)
+{
+  check_view(csr);
+  if (static_cast<Index>(row_formats.size()) != csr.nrows)
+    throw StorageError("petscmp: one format per row is needed");
+  CompactCsr out;
+  out.nrows            = csr.nrows;
+  out.ncols            = csr.ncols;
+  out.mode             = opts.mode;
+  out.order            = opts.order;
+  out.stats.nrows      = csr.nrows;
+  out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
+  out.stats.index_size = sizeof(Index);
+
+  const std::vector<Run> runs = find_runs(csr, row_formats);
+  std::int64_t nonempty       = 0;
+  for (Index i = 0; i < csr.nrows; ++i) nonempty += csr.rowptr[i + 1] > csr.rowptr[i];
+  const bool mostly_empty = 2 * nonempty < csr.nrows;
+  const bool fragmented   = static_cast<std::int64_t>(runs.size()) * kMinRunLength > std::max<std::int64_t>(nonempty, 1);
+  if (runs.size() <= 1 && !mostly_empty) assemble_runs(csr, runs, out);
+  else if (fragmented || mostly_empty) assemble_grouped(csr, row_formats, out);
+  else assemble_runs(csr, runs, out);
+  return out;
+}
+
+template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts)
+{
+  check_view(csr);
+  if (csr.ncols > std::numeric_limits<std::int32_t>::max())
+    throw StorageError("petscmp: entrysplit stores 32-bit column indices; this block has more than 2^31 columns");
+  CompactCsr out;
+  out.nrows            = csr.nrows;
+  out.ncols            = csr.ncols;
+  out.mode             = opts.mode;
+  out.order            = opts.order;
+  out.stats.nrows      = csr.nrows;
+  out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
+  out.stats.index_size = sizeof(Index);
+  auto goes_to_fp32    = [&opts](double v) { return std::fabs(v) < opts.range && stores_within_roundoff(Format::fp32, v); };
+
+  for (Format f : {Format::fp32, Format::fp64}) {
+    SplitPart part;
+    part.format = f;
+    part.rowptr.assign(static_cast<std::size_t>(csr.nrows) + 1, 0);
+    for (Index i = 0; i < csr.nrows; ++i) {
+      std::int64_t n = 0;
+      for (Index k = csr.rowptr[i]; k < csr.rowptr[i + 1]; ++k) n += goes_to_fp32(csr.values[k]) == (f == Format::fp32);
+      part.rowptr[i + 1] = part.rowptr[i] + n;
+    }
+    const std::int64_t nnz = part.rowptr.back();
+    part.cols.resize(static_cast<std::size_t>(nnz));
+    part.values.resize(static_cast<std::size_t>(nnz) * format_bytes(f));
+    FormatStats &fs = out.stats.per_format[static_cast<int>(f)];
+    dispatch_format(f, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      const reduced_writer<S> vals(part.values.as<S>(), static_cast<std::size_t>(nnz));
+      std::int64_t dst = 0;
+      for (Index i = 0; i < csr.nrows; ++i) {
+        for (Index k = csr.rowptr[i]; k < csr.rowptr[i + 1]; ++k) {
+          if (goes_to_fp32(csr.values[k]) != (f == Format::fp32)) continue;
+          part.cols[dst] = static_cast<std::int32_t>(csr.cols[k]);
+          vals.store(static_cast<std::size_t>(dst++), csr.values[k]);
+          fs.max_relative_error = std::max(fs.max_relative_error, relative_error(f, csr.values[k]));
+        }
+        fs.rows += part.rowptr[i + 1] > part.rowptr[i];
+      }
+    });
+    fs.nnz = nnz;
+    out.stats.value_bytes += static_cast<std::int64_t>(part.values.size());
+    out.stats.index_bytes += nnz * 4 + (csr.nrows + 1) * 8;
+    out.split.push_back(std::move(part));
+  }
+  return out;
+}
+
+template <typename Index> CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts)
+{
+  if (opts.mode == StorageMode::entrysplit) return build_entry_split(csr, opts);
+  return assemble_compact_csr(csr, choose_row_formats(std::vector<CsrView<Index>>{csr}, opts), opts);
+}
+
+#define PETSCMP_INSTANTIATE_BUILDER(Index)                                                                             \
+  template AbsSum abs_value_sum<Index>(const CsrView<Index> &);                                                        \
+  template std::vector<Format> choose_row_formats<Index>(const std::vector<CsrView<Index>> &, const StorageOptions &); \
+  template CompactCsr assemble_compact_csr<Index>(const CsrView<Index> &, const std::vector<Format> &,                 \
+                                                  const StorageOptions &);                                             \
+  template CompactCsr build_compact_csr<Index>(const CsrView<Index> &, const StorageOptions &);                         \
+  template CompactCsr build_entry_split<Index>(const CsrView<Index> &, const StorageOptions &);
+PETSCMP_INSTANTIATE_BUILDER(std::int32_t)
+PETSCMP_INSTANTIATE_BUILDER(std::int64_t)
+#undef PETSCMP_INSTANTIATE_BUILDER
+
+} // namespace petscmp

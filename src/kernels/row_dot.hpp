@@ -1,0 +1,33 @@
+// The dot product of one stored row with x, in the summation order PETSc's
+// SeqAIJ uses. Shared by the backends so the order is defined once.
+#pragma once
+
+#include <cstdint>
+
+#include "petscmp/core/accessor.hpp"
+#include "petscmp/core/compact_csr.hpp"
+
+namespace petscmp {
+
+// sum + sum_k vals[k] * x[cols[k]], k in [0, n)
+template <SumOrder Order, typename Storage, typename ColIndex>
+inline double row_dot(double sum, reduced_range<Storage> vals, const ColIndex *cols, std::int64_t n, const double *x)
+{
+  if constexpr (Order == SumOrder::sequential) {
+    for (std::int64_t k = 0; k < n; ++k) sum += vals[k] * x[cols[k]];
+  } else { // PETSc's inode kernels: pairs of products, then the odd one
+    std::int64_t k = 0;
+    for (; k + 1 < n; k += 2) sum += vals[k] * x[cols[k]] + vals[k + 1] * x[cols[k + 1]];
+    if (k < n) sum += vals[k] * x[cols[k]];
+  }
+  return sum;
+}
+
+// Calls fn(std::integral_constant-like tag) for the runtime summation order.
+template <typename Fn> inline void dispatch_order(SumOrder order, Fn &&fn)
+{
+  if (order == SumOrder::paired) fn(std::integral_constant<SumOrder, SumOrder::paired>{});
+  else fn(std::integral_constant<SumOrder, SumOrder::sequential>{});
+}
+
+} // namespace petscmp

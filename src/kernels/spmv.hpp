@@ -1,0 +1,37 @@
+// The SpMV kernels every backend provides, over a CompactCsr whose row
+// structure is the master CSR (row pointers and column indices).
+//   spmv:            y = A x        (z == nullptr)   or  y = A x + z   (z may alias y)
+//   spmv_transpose:  y = A^T x      (z == nullptr)   or  y = A^T x + z (z may alias y)
+// All arithmetic is fp64; values are read through the accessor.
+#pragma once
+
+#include "petscmp/core/compact_csr.hpp"
+
+namespace petscmp {
+
+template <typename Index> struct CsrPattern {
+  const Index *rowptr = nullptr;
+  const Index *cols   = nullptr;
+};
+
+namespace reference {
+template <typename Index>
+void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y);
+template <typename Index>
+void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y);
+} // namespace reference
+
+namespace openmp {
+// Threads used when nothing asks for more: 1, so that one MPI rank per core
+// never oversubscribes. OMP_NUM_THREADS, when set, is honoured.
+int default_thread_count();
+// Whether this build has OpenMP threads at all.
+bool threads_available();
+template <typename Index>
+void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads);
+template <typename Index>
+void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y,
+                    int nthreads);
+} // namespace openmp
+
+} // namespace petscmp
