@@ -1,0 +1,51 @@
+// The one registration file: types, root names, log events.
+#include "mat/aijmp/aijmpimpl.h"
+
+static PetscBool petscmp_package_initialized = PETSC_FALSE;
+
+/*@C
+   PetscMPFinalizePackage - Called by `PetscFinalize()`; forgets that the package was initialized
+
+   Level: developer
+
+.seealso: `PetscMPInitializePackage()`
+@*/
+PetscErrorCode PetscMPFinalizePackage(void)
+{
+  PetscFunctionBegin;
+  petscmp_package_initialized = PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+/*@C
+   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, ...) and log events. Programs that link
+   libpetscmp call it after `PetscInitialize()`; with -dll_append PETSc calls it through
+   `PetscDLLibraryRegister_petscmp()`.
+
+   Level: beginner
+
+.seealso: `MATAIJMP`
+@*/
+PetscErrorCode PetscMPInitializePackage(void)
+{
+  PetscFunctionBegin;
+  if (petscmp_package_initialized) PetscFunctionReturn(0);
+  petscmp_package_initialized = PETSC_TRUE;
+  PetscCall(MatRegister(MATSEQAIJMP, MatCreate_SeqAIJMP));
+  PetscCall(MatRegister(MATMPIAIJMP, MatCreate_MPIAIJMP));
+  PetscCall(MatRegisterRootName(MATAIJMP, MATSEQAIJMP, MATMPIAIJMP));
+  PetscCall(PetscLogEventRegister("AIJMPBuild", MAT_CLASSID, &MATAIJMP_Build));
+  PetscCall(PetscLogEventRegister("AIJMPMult", MAT_CLASSID, &MATAIJMP_Mult));
+  PetscCall(PetscLogEventRegister("AIJMPMultAdd", MAT_CLASSID, &MATAIJMP_MultAdd));
+  PetscCall(PetscLogEventRegister("AIJMPMultTr", MAT_CLASSID, &MATAIJMP_MultTranspose));
+  PetscCall(PetscRegisterFinalize(PetscMPFinalizePackage));
+  PetscFunctionReturn(0);
+}
+
+/* Called by PETSc when the library is loaded with -dll_append. */
+PetscErrorCode PetscDLLibraryRegister_petscmp(void)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscMPInitializePackage());
+  PetscFunctionReturn(0);
+}

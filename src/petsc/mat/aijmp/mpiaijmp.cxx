@@ -1,0 +1,360 @@
+// MATMPIAIJMP: a MATMPIAIJ whose diagonal and off-diagonal blocks are
+// seqaijmp. MatMult_MPIAIJ calls the diagonal block's mult and the
+// off-diagonal block's multadd, so the blocks do the work; this layer decides
+// the formats of both blocks together (a row's format is chosen over the whole
+// row, as in serial), keeps the blocks seqaijmp when MPIAIJ recreates them at
+// preallocation, and reports for the whole matrix.
+#include "mat/aijmp/aijmpimpl.h"
+
+namespace petscmp {
+PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat *newmat);
+}
+
+using namespace petscmp;
+
+namespace {
+
+MPIAIJMP *data_of(Mat A) { return static_cast<MPIAIJMP *>(A->spptr); }
+
+PetscErrorCode blocks_of(Mat A, Mat *Ad, Mat *Ao)
+{
+  const PetscInt *garray;
+
+  PetscFunctionBegin;
+  PetscCall(MatMPIAIJGetSeqAIJ(A, Ad, Ao, &garray));
+  PetscFunctionReturn(0);
+}
+
+// MPIAIJ makes its blocks plain SEQAIJ at every preallocation.
+PetscErrorCode convert_blocks(Mat A)
+{
+  Mat blocks[2];
+  PetscBool is_mp;
+
+  PetscFunctionBegin;
+  if (!A->preallocated) PetscFunctionReturn(0);
+  PetscCall(blocks_of(A, &blocks[0], &blocks[1]));
+  for (Mat &b : blocks) {
+    if (!b) continue;
+    PetscCall(PetscObjectTypeCompare((PetscObject)b, MATSEQAIJMP, &is_mp));
+    if (!is_mp) PetscCall(MatConvert_SeqAIJ_SeqAIJMP(b, MATSEQAIJMP, MAT_INPLACE_MATRIX, &b));
+    PetscCall(SeqAIJMPSetSettings(b, data_of(A)->settings));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode seq_view(Mat A, CsrView<PetscInt> &view)
+{
+  const PetscInt *i, *j;
+  PetscScalar *a;
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJGetCSRAndMemType(A, &i, &j, &a, &mtype));
+  view = CsrView<PetscInt>{A->rmap->n, A->cmap->n, i, j, a};
+  PetscFunctionReturn(0);
+}
+
+template <typename Fn> PetscErrorCode guarded(Fn &&fn)
+{
+  try {
+    fn();
+  } catch (const std::bad_alloc &) {
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory while building the compact copy of a matrix");
+  } catch (const std::exception &e) {
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s", e.what());
+  }
+  return 0;
+}
+
+// Makes the compact copies of both blocks current, formats decided per whole row.
+PetscErrorCode prepare(Mat A)
+{
+  MPIAIJMP *d = data_of(A);
+  Mat Ad, Ao;
+  PetscBool current_d, current_o;
+
+  PetscFunctionBegin;
+  PetscCall(AIJMPReadOptionsLazily(A, d->settings));
+  PetscCall(convert_blocks(A));
+  PetscCall(blocks_of(A, &Ad, &Ao));
+  PetscCall(SeqAIJMPIsCurrent(Ad, &current_d));
+  PetscCall(SeqAIJMPIsCurrent(Ao, &current_o));
+  PetscObjectState state;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  PetscBool stale = (!current_d || !current_o || state != d->built_state) ? PETSC_TRUE : PETSC_FALSE;
+  const StorageOptions &base = d->settings.opts;
+  // rowsplit's range is global: every rank must take part in the reduction
+  if (base.mode == StorageMode::rowsplit)
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &stale, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)A)));
+  if (!stale) PetscFunctionReturn(0);
+
+  PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
+  CsrView<PetscInt> vd, vo;
+  PetscCall(seq_view(Ad, vd));
+  PetscCall(seq_view(Ao, vo));
+  StorageOptions od = base, oo = base;
+  PetscCall(SeqAIJMPSumOrder(Ad, &od.order));
+  PetscCall(SeqAIJMPSumOrder(Ao, &oo.order));
+  if (base.mode == StorageMode::rowsplit && base.mean_abs_value < 0) {
+    AbsSum sd, so;
+    PetscCall(guarded([&] { sd = abs_value_sum(vd); so = abs_value_sum(vo); }));
+    double sums[2] = {sd.sum + so.sum, static_cast<double>(sd.count + so.count)};
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, PetscObjectComm((PetscObject)A)));
+    od.mean_abs_value = oo.mean_abs_value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  }
+  std::unique_ptr<CompactCsr> cd, co;
+  PetscCall(guarded([&] {
+    if (base.mode == StorageMode::entrysplit) {
+      cd = std::make_unique<CompactCsr>(build_entry_split(vd, od));
+      co = std::make_unique<CompactCsr>(build_entry_split(vo, oo));
+    } else {
+      const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<PetscInt>>{vd, vo}, od);
+      cd = std::make_unique<CompactCsr>(assemble_compact_csr(vd, formats, od));
+      co = std::make_unique<CompactCsr>(assemble_compact_csr(vo, formats, oo));
+    }
+  }));
+  PetscCall(SeqAIJMPSetSettings(Ad, d->settings));
+  PetscCall(SeqAIJMPSetSettings(Ao, d->settings));
+  PetscCall(SeqAIJMPInstall(Ad, std::move(cd)));
+  PetscCall(SeqAIJMPInstall(Ao, std::move(co)));
+  d->built_state = state;
+  PetscCall(PetscLogEventEnd(MATAIJMP_Build, A, 0, 0, 0));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatMult_MPIAIJMP(Mat A, Vec x, Vec y)
+{
+  PetscFunctionBegin;
+  PetscCall(prepare(A));
+  PetscCall(data_of(A)->mult(A, x, y));
+  PetscFunctionReturn(0);
+}
+PetscErrorCode MatMultAdd_MPIAIJMP(Mat A, Vec x, Vec y, Vec z)
+{
+  PetscFunctionBegin;
+  PetscCall(prepare(A));
+  PetscCall(data_of(A)->multadd(A, x, y, z));
+  PetscFunctionReturn(0);
+}
+PetscErrorCode MatMultTranspose_MPIAIJMP(Mat A, Vec x, Vec y)
+{
+  PetscFunctionBegin;
+  PetscCall(prepare(A));
+  PetscCall(data_of(A)->multtranspose(A, x, y));
+  PetscFunctionReturn(0);
+}
+PetscErrorCode MatMultTransposeAdd_MPIAIJMP(Mat A, Vec x, Vec y, Vec z)
+{
+  PetscFunctionBegin;
+  PetscCall(prepare(A));
+  PetscCall(data_of(A)->multtransposeadd(A, x, y, z));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
+{
+  Mat blocks[2];
+  MatAIJMPInfo part;
+
+  PetscFunctionBegin;
+  PetscCall(prepare(A));
+  PetscCall(blocks_of(A, &blocks[0], &blocks[1]));
+  PetscCall(PetscMemzero(info, sizeof(*info)));
+  for (Mat b : blocks) {
+    PetscCall(MatAIJMPGetInfo(b, &part));
+    for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f) {
+      info->nnz[f] += part.nnz[f];
+      info->max_rel_error[f] = PetscMax(info->max_rel_error[f], part.max_rel_error[f]);
+    }
+    info->bytes += part.bytes;
+    info->aij_bytes += part.aij_bytes;
+  }
+  // a row counts once, in the diagonal block (both blocks store it in the same format)
+  PetscCall(MatAIJMPGetInfo(blocks[0], &part));
+  for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f) info->rows[f] = part.rows[f];
+  MPI_Comm comm = PetscObjectComm((PetscObject)A);
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
+  PetscReal bytes[2] = {info->bytes, info->aij_bytes};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPIU_REAL, MPI_SUM, comm));
+  info->bytes     = bytes[0];
+  info->aij_bytes = bytes[1];
+  info->lossy     = storage_mode_is_lossy(data_of(A)->settings.opts.mode) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatAIJMPGetSettings_MPIAIJMP(Mat A, AIJMPSettings **s)
+{
+  PetscFunctionBegin;
+  *s = &data_of(A)->settings;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatView_MPIAIJMP(Mat A, PetscViewer viewer)
+{
+  PetscBool ascii;
+  PetscViewerFormat format;
+
+  PetscFunctionBegin;
+  if (data_of(A)->view) PetscCall(data_of(A)->view(A, viewer));
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (!ascii || !A->assembled) PetscFunctionReturn(0);
+  PetscCall(PetscViewerGetFormat(viewer, &format));
+  if (format != PETSC_VIEWER_ASCII_INFO && format != PETSC_VIEWER_ASCII_INFO_DETAIL) PetscFunctionReturn(0);
+  MatAIJMPInfo info;
+  PetscCall(MatAIJMPGetInfo_MPIAIJMP(A, &info));
+  PetscCall(AIJMPViewInfo(viewer, info, data_of(A)->settings));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatSetFromOptions_MPIAIJMP(Mat A, PetscOptionItems *items)
+{
+  PetscFunctionBegin;
+  if (data_of(A)->setfromoptions) PetscCall(data_of(A)->setfromoptions(A, items));
+  PetscCall(AIJMPSetFromOptions(items, data_of(A)->settings));
+  PetscCall(PetscObjectStateIncrease((PetscObject)A));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatDuplicate_MPIAIJMP(Mat A, MatDuplicateOption op, Mat *B)
+{
+  PetscFunctionBegin;
+  PetscCall(data_of(A)->duplicate(A, op, B));
+  data_of(*B)->settings = data_of(A)->settings;
+  PetscCall(convert_blocks(*B));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatMPIAIJSetPreallocation_MPIAIJMP(Mat B, PetscInt d_nz, const PetscInt d_nnz[], PetscInt o_nz, const PetscInt o_nnz[])
+{
+  PetscFunctionBegin;
+  PetscCall(data_of(B)->preallocation(B, d_nz, d_nnz, o_nz, o_nnz));
+  PetscCall(convert_blocks(B));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatConvert_MPIAIJMP_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *newmat);
+
+PetscErrorCode compose_functions(Mat A, bool on)
+{
+  PetscObject o = (PetscObject)A;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaijmp_mpiaij_C", on ? MatConvert_MPIAIJMP_MPIAIJ : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaijmp_aij_C", on ? MatConvert_MPIAIJMP_MPIAIJ : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_mpiaijmp_C", on ? MatConvert_MPIAIJ_MPIAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_aijmp_C", on ? MatConvert_MPIAIJ_MPIAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetSettings_C", on ? MatAIJMPGetSettings_MPIAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetInfo_C", on ? MatAIJMPGetInfo_MPIAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatMPIAIJSetPreallocation_C", on ? MatMPIAIJSetPreallocation_MPIAIJMP : data_of(A)->preallocation));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode restore_mpiaij(Mat A)
+{
+  MPIAIJMP *d = data_of(A);
+  Mat blocks[2];
+
+  PetscFunctionBegin;
+  A->ops->mult             = d->mult;
+  A->ops->multadd          = d->multadd;
+  A->ops->multtranspose    = d->multtranspose;
+  A->ops->multtransposeadd = d->multtransposeadd;
+  A->ops->destroy          = d->destroy;
+  A->ops->duplicate        = d->duplicate;
+  A->ops->view             = d->view;
+  A->ops->setfromoptions   = d->setfromoptions;
+  PetscCall(compose_functions(A, false));
+  delete d;
+  A->spptr = nullptr;
+  if (A->preallocated) {
+    PetscCall(blocks_of(A, &blocks[0], &blocks[1]));
+    for (Mat &b : blocks)
+      if (b && b->spptr) PetscCall(MatConvert_SeqAIJMP_SeqAIJ_Fn(b, MATSEQAIJ, MAT_INPLACE_MATRIX, &b));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatDestroy_MPIAIJMP(Mat A)
+{
+  PetscErrorCode (*destroy)(Mat) = data_of(A)->destroy;
+
+  PetscFunctionBegin;
+  PetscCall(restore_mpiaij(A));
+  PetscCall((*destroy)(A));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatConvert_MPIAIJMP_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *newmat)
+{
+  Mat B = *newmat;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (B->spptr) PetscCall(restore_mpiaij(B));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));
+  *newmat = B;
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode MatConvert_MPIAIJ_MPIAIJMP(Mat A, MatType, MatReuse reuse, Mat *newmat)
+{
+  Mat B = *newmat;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (B->spptr) {
+    *newmat = B;
+    PetscFunctionReturn(0);
+  }
+  auto *d             = new MPIAIJMP();
+  d->mult             = B->ops->mult;
+  d->multadd          = B->ops->multadd;
+  d->multtranspose    = B->ops->multtranspose;
+  d->multtransposeadd = B->ops->multtransposeadd;
+  d->destroy          = B->ops->destroy;
+  d->duplicate        = B->ops->duplicate;
+  d->view             = B->ops->view;
+  d->setfromoptions   = B->ops->setfromoptions;
+  PetscCall(PetscObjectQueryFunction((PetscObject)B, "MatMPIAIJSetPreallocation_C", &d->preallocation));
+  B->spptr = d;
+
+  B->ops->mult             = MatMult_MPIAIJMP;
+  B->ops->multadd          = MatMultAdd_MPIAIJMP;
+  B->ops->multtranspose    = MatMultTranspose_MPIAIJMP;
+  B->ops->multtransposeadd = MatMultTransposeAdd_MPIAIJMP;
+  B->ops->destroy          = MatDestroy_MPIAIJMP;
+  B->ops->duplicate        = MatDuplicate_MPIAIJMP;
+  B->ops->view             = MatView_MPIAIJMP;
+  B->ops->setfromoptions   = MatSetFromOptions_MPIAIJMP;
+  PetscCall(compose_functions(B, true));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJMP));
+  PetscCall(convert_blocks(B));
+  *newmat = B;
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   MATMPIAIJMP - MATMPIAIJMP = "mpiaijmp" - a `MATMPIAIJ` matrix whose diagonal and off-diagonal blocks are
+   `MATSEQAIJMP`: products read compact-precision values and compute in fp64. Each row's format is chosen over
+   the whole row, so 1, 2 or 3 processes store the same values as one.
+
+   Options Database Keys: as `MATSEQAIJMP`
+
+   Level: beginner
+
+.seealso: `MATAIJMP`, `MATSEQAIJMP`, `MatAIJMPSetStorage()`
+M*/
+PetscErrorCode MatCreate_MPIAIJMP(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(MatSetType(A, MATMPIAIJ));
+  PetscCall(MatConvert_MPIAIJ_MPIAIJMP(A, MATMPIAIJMP, MAT_INPLACE_MATRIX, &A));
+  PetscFunctionReturn(0);
+}

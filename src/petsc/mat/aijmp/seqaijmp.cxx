@@ -1,0 +1,394 @@
+// MATSEQAIJMP: a MATSEQAIJ whose MatMult reads a compact copy of the values.
+//
+// The fp64 CSR of SeqAIJ stays the master copy: assembly, MatSetValues,
+// factorizations, MatGetRow... are SeqAIJ's own. The compact copy holds only
+// the values (the indices are SeqAIJ's) and is built lazily at the first
+// product after any change, keyed on the object state, the nonzero state, the
+// column count and the array addresses. MatRetrieveValues copies values without
+// bumping the state, so it is wrapped to drop the copy.
+#include <cstring>
+#include <new>
+
+#include "mat/aijmp/aijmpimpl.h"
+#include "spmv.hpp"
+
+PetscLogEvent MATAIJMP_Build = 0, MATAIJMP_Mult = 0, MATAIJMP_MultAdd = 0, MATAIJMP_MultTranspose = 0;
+
+namespace petscmp {
+
+PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat *newmat);
+
+namespace {
+
+SeqAIJMP *data_of(Mat A) { return static_cast<SeqAIJMP *>(A->spptr); }
+
+int thread_count(const AIJMPSettings &s)
+{
+  return s.nthreads > 0 ? static_cast<int>(s.nthreads) : openmp::default_thread_count();
+}
+
+template <typename Fn> PetscErrorCode guarded(Fn &&fn)
+{
+  try {
+    fn();
+  } catch (const std::bad_alloc &) {
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory while building the compact copy of a matrix");
+  } catch (const std::exception &e) {
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s", e.what());
+  }
+  return 0;
+}
+
+PetscErrorCode csr_view(Mat A, CsrView<PetscInt> &view)
+{
+  const PetscInt *i, *j;
+  PetscScalar *a;
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJGetCSRAndMemType(A, &i, &j, &a, &mtype));
+  view.nrows  = A->rmap->n;
+  view.ncols  = A->cmap->n;
+  view.rowptr = i;
+  view.cols   = j;
+  view.values = a;
+  PetscFunctionReturn(0);
+}
+
+// Builds the copy of a standalone seqaijmp matrix (an MPI parent builds its
+// blocks jointly instead, see mpiaijmp.cxx).
+PetscErrorCode build_compact(Mat A)
+{
+  SeqAIJMP *d = data_of(A);
+  CsrView<PetscInt> view;
+  std::unique_ptr<CompactCsr> compact;
+
+  PetscFunctionBegin;
+  PetscCall(AIJMPReadOptionsLazily(A, d->settings));
+  PetscCall(csr_view(A, view));
+  StorageOptions opts = d->settings.opts;
+  PetscCall(SeqAIJMPSumOrder(A, &opts.order));
+  PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
+  PetscCall(guarded([&] { compact = std::make_unique<CompactCsr>(build_compact_csr(view, opts)); }));
+  PetscCall(PetscLogEventEnd(MATAIJMP_Build, A, 0, 0, 0));
+  PetscCall(SeqAIJMPInstall(A, std::move(compact)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode log_mult_flops(Mat A, const CompactCsr &c)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(c.stats.nnz)));
+  (void)A;
+  PetscFunctionReturn(0);
+}
+
+enum class Product { mult, transpose };
+
+// y = op(A) x (+ z): the one path all four products take.
+PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
+{
+  const CompactCsr *c;
+  const PetscScalar *x, *z = nullptr;
+  PetscScalar *y;
+  CsrView<PetscInt> view;
+  const PetscLogEvent event = product == Product::transpose ? MATAIJMP_MultTranspose
+                              : zz                        ? MATAIJMP_MultAdd
+                                                          : MATAIJMP_Mult;
+
+  PetscFunctionBegin;
+  PetscCall(SeqAIJMPGetCompact(A, &c));
+  PetscCall(csr_view(A, view));
+  PetscCall(PetscLogEventBegin(event, A, xx, yy, 0));
+  PetscCall(VecGetArrayRead(xx, &x));
+  if (zz && zz == yy) {
+    PetscCall(VecGetArray(yy, &y));
+    z = y;
+  } else {
+    if (zz) PetscCall(VecGetArrayRead(zz, &z));
+    PetscCall(VecGetArrayWrite(yy, &y));
+  }
+  const CsrPattern<PetscInt> pattern{view.rowptr, view.cols};
+  const int nt = thread_count(data_of(A)->settings);
+  if (product == Product::mult) openmp::spmv(*c, pattern, x, z, y, nt);
+  else openmp::spmv_transpose(*c, pattern, x, z, y, nt);
+  if (zz && zz == yy) PetscCall(VecRestoreArray(yy, &y));
+  else {
+    if (zz) PetscCall(VecRestoreArrayRead(zz, &z));
+    PetscCall(VecRestoreArrayWrite(yy, &y));
+  }
+  PetscCall(VecRestoreArrayRead(xx, &x));
+  PetscCall(log_mult_flops(A, *c));
+  PetscCall(PetscLogEventEnd(event, A, xx, yy, 0));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatMult_SeqAIJMP(Mat A, Vec x, Vec y) { return apply(A, Product::mult, x, nullptr, y); }
+PetscErrorCode MatMultAdd_SeqAIJMP(Mat A, Vec x, Vec y, Vec z) { return apply(A, Product::mult, x, y, z); }
+PetscErrorCode MatMultTranspose_SeqAIJMP(Mat A, Vec x, Vec y) { return apply(A, Product::transpose, x, nullptr, y); }
+PetscErrorCode MatMultTransposeAdd_SeqAIJMP(Mat A, Vec x, Vec y, Vec z)
+{
+  return apply(A, Product::transpose, x, y, z);
+}
+
+PetscErrorCode MatRetrieveValues_SeqAIJMP(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(data_of(A)->retrievevalues(A));
+  PetscCall(SeqAIJMPInvalidate(A)); // values changed without a state change
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatAIJMPGetSettings_SeqAIJMP(Mat A, AIJMPSettings **s)
+{
+  PetscFunctionBegin;
+  *s = &data_of(A)->settings;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
+{
+  const CompactCsr *c;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(info, sizeof(*info)));
+  PetscCall(SeqAIJMPGetCompact(A, &c));
+  PetscCall(AIJMPAccumulateInfo(*c, *info));
+  info->lossy = storage_mode_is_lossy(c->mode) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatView_SeqAIJMP(Mat A, PetscViewer viewer)
+{
+  SeqAIJMP *d = data_of(A);
+  PetscBool ascii;
+  PetscViewerFormat format;
+
+  PetscFunctionBegin;
+  if (d->view) PetscCall(d->view(A, viewer));
+  if (d->is_mpi_block) PetscFunctionReturn(0); // the parent reports for the whole matrix
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (!ascii) PetscFunctionReturn(0);
+  PetscCall(PetscViewerGetFormat(viewer, &format));
+  if (format != PETSC_VIEWER_ASCII_INFO && format != PETSC_VIEWER_ASCII_INFO_DETAIL) PetscFunctionReturn(0);
+  if (!A->assembled) PetscFunctionReturn(0);
+  MatAIJMPInfo info;
+  PetscCall(MatAIJMPGetInfo_SeqAIJMP(A, &info));
+  PetscCall(AIJMPViewInfo(viewer, info, d->settings));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatSetFromOptions_SeqAIJMP(Mat A, PetscOptionItems *items)
+{
+  PetscFunctionBegin;
+  if (data_of(A)->setfromoptions) PetscCall(data_of(A)->setfromoptions(A, items));
+  PetscCall(AIJMPSetFromOptions(items, data_of(A)->settings));
+  PetscCall(SeqAIJMPInvalidate(A));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatDuplicate_SeqAIJMP(Mat A, MatDuplicateOption op, Mat *B)
+{
+  PetscFunctionBegin;
+  PetscCall(data_of(A)->duplicate(A, op, B)); // creates a seqaijmp through MatSetType
+  data_of(*B)->settings = data_of(A)->settings;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode compose_functions(Mat A, bool on)
+{
+  PetscObject o = (PetscObject)A;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaijmp_seqaij_C", on ? MatConvert_SeqAIJMP_SeqAIJ_Fn : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaijmp_aij_C", on ? MatConvert_SeqAIJMP_SeqAIJ_Fn : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_seqaijmp_C", on ? MatConvert_SeqAIJ_SeqAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_aijmp_C", on ? MatConvert_SeqAIJ_SeqAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetSettings_C", on ? MatAIJMPGetSettings_SeqAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetInfo_C", on ? MatAIJMPGetInfo_SeqAIJMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatRetrieveValues_C", on ? MatRetrieveValues_SeqAIJMP : data_of(A)->retrievevalues));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode restore_seqaij(Mat A)
+{
+  SeqAIJMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  A->ops->mult             = d->mult;
+  A->ops->multadd          = d->multadd;
+  A->ops->multtranspose    = d->multtranspose;
+  A->ops->multtransposeadd = d->multtransposeadd;
+  A->ops->destroy          = d->destroy;
+  A->ops->duplicate        = d->duplicate;
+  A->ops->view             = d->view;
+  A->ops->setfromoptions   = d->setfromoptions;
+  PetscCall(compose_functions(A, false));
+  delete d;
+  A->spptr = nullptr;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatDestroy_SeqAIJMP(Mat A)
+{
+  PetscErrorCode (*destroy)(Mat) = data_of(A)->destroy;
+
+  PetscFunctionBegin;
+  PetscCall(restore_seqaij(A));
+  PetscCall((*destroy)(A));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat *newmat)
+{
+  Mat B = *newmat;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (B->spptr) PetscCall(restore_seqaij(B));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));
+  *newmat = B;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order)
+{
+  PetscInt nodes = 0, *sizes = nullptr, limit;
+
+  PetscFunctionBegin;
+  // SeqAIJ multiplies with its inode kernels (pairwise sums) whenever it keeps inode sizes.
+  PetscCall(MatInodeGetInodeSizes(A, &nodes, &sizes, &limit));
+  *order = (sizes && nodes > 0) ? SumOrder::paired : SumOrder::sequential;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPKeyOf(Mat A, BuildKey &key)
+{
+  CsrView<PetscInt> view;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &key.state));
+  PetscCall(csr_view(A, view));
+  key.nonzerostate = A->nonzerostate;
+  key.ncols        = A->cmap->n;
+  key.cols         = view.cols;
+  key.values       = view.values;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPIsCurrent(Mat A, PetscBool *current)
+{
+  BuildKey key;
+
+  PetscFunctionBegin;
+  PetscCall(SeqAIJMPKeyOf(A, key));
+  *current = (data_of(A)->compact && key == data_of(A)->key) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPInvalidate(Mat A)
+{
+  PetscFunctionBegin;
+  if (A->spptr) {
+    data_of(A)->compact.reset();
+    data_of(A)->key = BuildKey{};
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s)
+{
+  PetscFunctionBegin;
+  data_of(A)->settings     = s;
+  data_of(A)->is_mpi_block = true;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact)
+{
+  PetscFunctionBegin;
+  data_of(A)->compact = std::move(compact);
+  PetscCall(SeqAIJMPKeyOf(A, data_of(A)->key));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact)
+{
+  PetscBool current;
+
+  PetscFunctionBegin;
+  PetscCheck(A->assembled, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "petscmp: the matrix must be assembled before a product");
+  PetscCall(SeqAIJMPIsCurrent(A, &current));
+  if (!current) PetscCall(build_compact(A));
+  *compact = data_of(A)->compact.get();
+  PetscFunctionReturn(0);
+}
+
+} // namespace petscmp
+
+using namespace petscmp;
+
+PetscErrorCode MatConvert_SeqAIJ_SeqAIJMP(Mat A, MatType, MatReuse reuse, Mat *newmat)
+{
+  Mat B = *newmat;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (B->spptr) { // already a seqaijmp (MatDuplicate of one, or a repeated convert)
+    *newmat = B;
+    PetscFunctionReturn(0);
+  }
+  auto *d             = new SeqAIJMP();
+  d->mult             = B->ops->mult;
+  d->multadd          = B->ops->multadd;
+  d->multtranspose    = B->ops->multtranspose;
+  d->multtransposeadd = B->ops->multtransposeadd;
+  d->destroy          = B->ops->destroy;
+  d->duplicate        = B->ops->duplicate;
+  d->view             = B->ops->view;
+  d->setfromoptions   = B->ops->setfromoptions;
+  PetscCall(PetscObjectQueryFunction((PetscObject)B, "MatRetrieveValues_C", &d->retrievevalues));
+  B->spptr = d;
+
+  B->ops->mult             = MatMult_SeqAIJMP;
+  B->ops->multadd          = MatMultAdd_SeqAIJMP;
+  B->ops->multtranspose    = MatMultTranspose_SeqAIJMP;
+  B->ops->multtransposeadd = MatMultTransposeAdd_SeqAIJMP;
+  B->ops->destroy          = MatDestroy_SeqAIJMP;
+  B->ops->duplicate        = MatDuplicate_SeqAIJMP;
+  B->ops->view             = MatView_SeqAIJMP;
+  B->ops->setfromoptions   = MatSetFromOptions_SeqAIJMP;
+  PetscCall(compose_functions(B, true));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJMP));
+  *newmat = B;
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   MATSEQAIJMP - MATSEQAIJMP = "seqaijmp" - a `MATSEQAIJ` matrix whose products read the values in a compact
+   precision (fp32, fp16, bf16, truncated doubles, or per row the narrowest exact format) and compute in fp64.
+
+   Options Database Keys:
++  -mat_type aijmp - the type, resolved to seqaijmp or mpiaijmp by communicator size
+.  -mat_aijmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit> - see `MatAIJMPStorage`
+.  -mat_aijmp_tolerance <eps> - relative error bound per entry for the tolerance mode
+.  -mat_aijmp_range_factor <f> - rowsplit range r = f * mean|a|
+.  -mat_aijmp_row_fraction <p> - rowsplit: a row is fp32 when at least this fraction of its values lie in (-r, r)
+.  -mat_aijmp_range <r> - entrysplit: |a| < r is stored in fp32
+-  -mat_aijmp_threads <n> - OpenMP threads per process for the products (default 1, or OMP_NUM_THREADS)
+
+   Level: beginner
+
+.seealso: `MATAIJMP`, `MATMPIAIJMP`, `MatAIJMPSetStorage()`, `MatAIJMPGetInfo()`
+M*/
+PetscErrorCode MatCreate_SeqAIJMP(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(MatSetType(A, MATSEQAIJ));
+  PetscCall(MatConvert_SeqAIJ_SeqAIJMP(A, MATSEQAIJMP, MAT_INPLACE_MATRIX, &A));
+  PetscFunctionReturn(0);
+}

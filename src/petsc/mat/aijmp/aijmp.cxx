@@ -1,0 +1,355 @@
+// The aijmp C API, options and the -mat_view report, shared by seq and MPI.
+#include <cmath>
+
+#include "mat/aijmp/aijmpimpl.h"
+
+const char *const MatAIJMPStorages[] = {"lossless", "fp32",     "fp16",       "bf16",            "fp11_20", "fp11_4",
+                                        "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage", "MAT_AIJMP_", nullptr};
+const char *const PetscMPFormats[]   = {"fp64", "fp32", "fp16", "bf16", "fp11_20", "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
+
+namespace petscmp {
+
+static_assert(static_cast<int>(StorageMode::entrysplit) == MAT_AIJMP_ENTRYSPLIT, "storage enums must agree");
+static_assert(static_cast<int>(Format::fp11_4) == PETSCMP_FP11_4, "format enums must agree");
+
+PetscErrorCode AIJMPSetFromOptions(PetscOptionItems *PetscOptionsObject, AIJMPSettings &s)
+{
+  MatAIJMPStorage mode = static_cast<MatAIJMPStorage>(s.opts.mode);
+  PetscBool flg;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "AIJMP (compact-precision AIJ) options");
+  PetscCall(PetscOptionsEnum("-mat_aijmp_storage", "How values are stored (products always compute in fp64)",
+                             "MatAIJMPSetStorage", MatAIJMPStorages, (PetscEnum)mode, (PetscEnum *)&mode, &flg));
+  if (flg) s.opts.mode = static_cast<StorageMode>(mode);
+  PetscCall(PetscOptionsReal("-mat_aijmp_tolerance", "Tolerance mode: bound on each entry's relative error",
+                             "MatAIJMPSetTolerance", s.opts.tolerance, &s.opts.tolerance, nullptr));
+  PetscCall(PetscOptionsReal("-mat_aijmp_range_factor", "Rowsplit: range r = factor * mean|a|", "MatAIJMPSetRowSplit",
+                             s.opts.range_factor, &s.opts.range_factor, nullptr));
+  PetscCall(PetscOptionsReal("-mat_aijmp_row_fraction", "Rowsplit: a row is fp32 when this fraction of it lies in (-r,r)",
+                             "MatAIJMPSetRowSplit", s.opts.row_fraction, &s.opts.row_fraction, nullptr));
+  PetscCall(PetscOptionsReal("-mat_aijmp_range", "Entrysplit: entries with |a| < range are stored in fp32",
+                             "MatAIJMPSetEntrySplitRange", s.opts.range, &s.opts.range, nullptr));
+  PetscCall(PetscOptionsInt("-mat_aijmp_threads", "OpenMP threads per process for products (0: 1, or OMP_NUM_THREADS)",
+                            "MatAIJMPSetNumThreads", s.nthreads, &s.nthreads, nullptr));
+  PetscOptionsHeadEnd();
+  s.options_read = true;
+  PetscFunctionReturn(0);
+}
+
+// For programs that never call MatSetFromOptions on the matrix: the command
+// line is read once, at the first product, below what the C API set.
+PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s)
+{
+  PetscOptions options = ((PetscObject)A)->options;
+  const char *prefix   = ((PetscObject)A)->prefix;
+  PetscInt mode        = static_cast<PetscInt>(s.opts.mode);
+  PetscBool flg;
+
+  PetscFunctionBegin;
+  if (s.options_read) PetscFunctionReturn(0);
+  s.options_read = true;
+  if (!(s.explicitly_set & kSetStorage)) {
+    PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_storage", MatAIJMPStorages, kStorageModeCount, &mode, &flg));
+    if (flg) s.opts.mode = static_cast<StorageMode>(mode);
+  }
+  if (!(s.explicitly_set & kSetTolerance)) PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_tolerance", &s.opts.tolerance, nullptr));
+  if (!(s.explicitly_set & kSetRowSplit)) {
+    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range_factor", &s.opts.range_factor, nullptr));
+    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_row_fraction", &s.opts.row_fraction, nullptr));
+  }
+  if (!(s.explicitly_set & kSetRange)) PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range", &s.opts.range, nullptr));
+  if (!(s.explicitly_set & kSetThreads)) PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_threads", &s.nthreads, nullptr));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
+{
+  PetscFunctionBegin;
+  for (int f = 0; f < kFormatCount; ++f) {
+    info.rows[f] += c.stats.per_format[f].rows;
+    info.nnz[f] += c.stats.per_format[f].nnz;
+    info.max_rel_error[f] = PetscMax(info.max_rel_error[f], c.stats.per_format[f].max_relative_error);
+  }
+  info.bytes += c.stats.bytes();
+  info.aij_bytes += c.stats.aij_bytes();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s)
+{
+  PetscInt64 nnz = 0;
+
+  PetscFunctionBegin;
+  for (int f = 0; f < kFormatCount; ++f) nnz += info.nnz[f];
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  char params[128] = "";
+  if (s.opts.mode == StorageMode::tolerance) PetscCall(PetscSNPrintf(params, sizeof params, " (tolerance %g)", (double)s.opts.tolerance));
+  if (s.opts.mode == StorageMode::rowsplit)
+    PetscCall(PetscSNPrintf(params, sizeof params, " (range factor %g, row fraction %g)", (double)s.opts.range_factor, (double)s.opts.row_fraction));
+  if (s.opts.mode == StorageMode::entrysplit) PetscCall(PetscSNPrintf(params, sizeof params, " (range %g)", (double)s.opts.range));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "aijmp storage: %s%s; products compute in fp64\n", storage_mode_name(s.opts.mode), params));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  format    rows         nonzeros       max rel. perturbation\n"));
+  double worst = 0.0;
+  for (int f = 0; f < kFormatCount; ++f) {
+    if (!info.nnz[f] && !info.rows[f]) continue;
+    worst = PetscMax(worst, (double)info.max_rel_error[f]);
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  %-8s  %-11" PetscInt64_FMT "  %-13" PetscInt64_FMT "  %.3e\n", PetscMPFormats[f],
+                                     info.rows[f], info.nnz[f], (double)info.max_rel_error[f]));
+  }
+  const double per_nnz = nnz ? info.bytes / (double)nnz : 0.0, aij_per_nnz = nnz ? info.aij_bytes / (double)nnz : 0.0;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  bytes per nonzero read by MatMult (values + indices): %.3g, AIJ %.3g (%.2fx less)\n",
+                                   per_nnz, aij_per_nnz, per_nnz > 0 ? aij_per_nnz / per_nnz : 1.0));
+  if (s.opts.mode == StorageMode::lossless) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));
+  } else if (worst == 0.0) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  lossy mode, but every value of this matrix was stored exactly: the operator is unchanged\n"));
+  } else {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  LOSSY: products use a perturbed operator A+E with |E_ij| <= %.3g |A_ij| (largest change made);\n", worst));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  residuals a KSP reports are measured against A+E, not the assembled A\n"));
+  }
+  PetscCall(PetscViewerASCIIPopTab(viewer));
+  PetscFunctionReturn(0);
+}
+
+} // namespace petscmp
+
+using namespace petscmp;
+
+static PetscErrorCode AIJMPGetSettings(Mat A, AIJMPSettings **s)
+{
+  PetscErrorCode (*f)(Mat, AIJMPSettings **) = nullptr;
+
+  PetscFunctionBegin;
+  *s = nullptr;
+  PetscCall(PetscObjectQueryFunction((PetscObject)A, "MatAIJMPGetSettings_C", &f));
+  if (f) PetscCall((*f)(A, s));
+  PetscFunctionReturn(0);
+}
+
+// Settings changed: the compact copies must be rebuilt.
+static PetscErrorCode AIJMPSettingsChanged(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateIncrease((PetscObject)A));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetStorage - Sets how a `MATAIJMP` matrix stores its values; products always compute in fp64.
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  storage - see `MatAIJMPStorage`
+
+   Options Database Key:
+.  -mat_aijmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit> - the storage
+
+   Notes:
+   Every mode but `MAT_AIJMP_LOSSLESS` may change the operator a Krylov method iterates with; `MatView()` with
+   `PETSC_VIEWER_ASCII_INFO` reports the largest relative change. Matrices of other types ignore this call.
+
+   Level: beginner
+
+.seealso: `MATAIJMP`, `MatAIJMPGetStorage()`, `MatAIJMPGetInfo()`
+@*/
+PetscErrorCode MatAIJMPSetStorage(Mat A, MatAIJMPStorage storage)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "Unknown aijmp storage %d", (int)storage);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (!s) PetscFunctionReturn(0);
+  s->opts.mode = static_cast<StorageMode>(storage);
+  s->explicitly_set |= kSetStorage;
+  PetscCall(AIJMPSettingsChanged(A));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPGetStorage - Gets the storage mode of a `MATAIJMP` matrix
+
+   Not Collective
+
+   Input Parameter:
+.  A - the matrix
+
+   Output Parameter:
+.  storage - the mode (`MAT_AIJMP_LOSSLESS` for matrices of other types, which store fp64 exactly)
+
+   Level: beginner
+
+.seealso: `MatAIJMPSetStorage()`
+@*/
+PetscErrorCode MatAIJMPGetStorage(Mat A, MatAIJMPStorage *storage)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  *storage = s ? static_cast<MatAIJMPStorage>(s->opts.mode) : MAT_AIJMP_LOSSLESS;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetTolerance - Sets the relative error bound per entry of the `MAT_AIJMP_TOLERANCE` storage
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  tol - each row is stored in the narrowest format whose relative error is at most tol for every entry of the row
+
+   Options Database Key:
+.  -mat_aijmp_tolerance <tol> - the bound (default 1e-3)
+
+   Level: intermediate
+
+.seealso: `MatAIJMPSetStorage()`
+@*/
+PetscErrorCode MatAIJMPSetTolerance(Mat A, PetscReal tol)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(tol >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The aijmp tolerance must be nonnegative, not %g", (double)tol);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (!s) PetscFunctionReturn(0);
+  s->opts.tolerance = tol;
+  s->explicitly_set |= kSetTolerance;
+  PetscCall(AIJMPSettingsChanged(A));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetRowSplit - Sets the parameters of the `MAT_AIJMP_ROWSPLIT` storage (row-wise fp32/fp64 split)
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+.  range_factor - the range is r = range_factor * mean|a| over all nonzeros of the matrix (default 0.1)
+-  row_fraction - a row is stored in fp32 when at least this fraction of its values lie in (-r, r) and all fit fp32 (default 0.99)
+
+   Options Database Keys:
++  -mat_aijmp_range_factor <f> - the range factor
+-  -mat_aijmp_row_fraction <p> - the row fraction
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetStorage()`
+@*/
+PetscErrorCode MatAIJMPSetRowSplit(Mat A, PetscReal range_factor, PetscReal row_fraction)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(range_factor > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The rowsplit range factor must be positive, not %g", (double)range_factor);
+  PetscCheck(row_fraction >= 0 && row_fraction <= 1, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The rowsplit row fraction must lie in [0, 1], not %g", (double)row_fraction);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (!s) PetscFunctionReturn(0);
+  s->opts.range_factor = range_factor;
+  s->opts.row_fraction = row_fraction;
+  s->explicitly_set |= kSetRowSplit;
+  PetscCall(AIJMPSettingsChanged(A));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetEntrySplitRange - Sets the range of the `MAT_AIJMP_ENTRYSPLIT` storage: entries with |a| < range go to fp32
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  range - the range (default 1)
+
+   Options Database Key:
+.  -mat_aijmp_range <r> - the range
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetStorage()`
+@*/
+PetscErrorCode MatAIJMPSetEntrySplitRange(Mat A, PetscReal range)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(range >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The entrysplit range must be nonnegative, not %g", (double)range);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (!s) PetscFunctionReturn(0);
+  s->opts.range = range;
+  s->explicitly_set |= kSetRange;
+  PetscCall(AIJMPSettingsChanged(A));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetNumThreads - Sets the OpenMP threads each process uses for `MATAIJMP` products
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  nthreads - threads per process; 0 means 1 unless OMP_NUM_THREADS is set (one MPI rank per core never oversubscribes)
+
+   Options Database Key:
+.  -mat_aijmp_threads <n> - the thread count
+
+   Level: intermediate
+
+.seealso: `MATAIJMP`
+@*/
+PetscErrorCode MatAIJMPSetNumThreads(Mat A, PetscInt nthreads)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(nthreads >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The thread count must be nonnegative, not %" PetscInt_FMT, nthreads);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (!s) PetscFunctionReturn(0);
+  s->nthreads = nthreads;
+  s->explicitly_set |= kSetThreads;
+  PetscCall(AIJMPSettingsChanged(A));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPGetInfo - Reports what the compact copy of a `MATAIJMP` matrix holds, summed over all processes
+
+   Collective
+
+   Input Parameter:
+.  A - an assembled `MATAIJMP` matrix
+
+   Output Parameter:
+.  info - rows and nonzeros per format, largest relative change per format, bytes read per product
+
+   Level: intermediate
+
+.seealso: `MatAIJMPInfo`, `MatAIJMPSetStorage()`
+@*/
+PetscErrorCode MatAIJMPGetInfo(Mat A, MatAIJMPInfo *info)
+{
+  PetscErrorCode (*f)(Mat, MatAIJMPInfo *) = nullptr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(PetscObjectQueryFunction((PetscObject)A, "MatAIJMPGetInfo_C", &f));
+  PetscCheck(f, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "MatAIJMPGetInfo() needs a matrix of type aijmp, not %s",
+             ((PetscObject)A)->type_name ? ((PetscObject)A)->type_name : "(no type)");
+  PetscCall((*f)(A, info));
+  PetscFunctionReturn(0);
+}
