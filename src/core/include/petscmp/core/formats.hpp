@@ -24,7 +24,7 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__F16C__) || defined(__AVX512FP16__)
+#if defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -165,12 +165,12 @@ inline double decode(float s) { return static_cast<double>(s); }
 inline double decode_fp16_portable(fp16_t s) { return detail::decode_ieee<5, 10>(s.bits); }
 inline double decode(fp16_t s)
 {
-#if defined(__AVX512FP16__)
-  _Float16 h;
-  std::memcpy(&h, &s.bits, sizeof h);
-  return static_cast<double>(h);
-#elif defined(__F16C__)
-  return static_cast<double>(_cvtsh_ss(s.bits));
+#if defined(__F16C__)
+  // vmovd + vcvtph2ps + vcvtss2sd on one register: each instruction writes the
+  // register it merges into, so consecutive decodes stay independent (the
+  // single vcvtsh2sd would merge into, and wait for, an unrelated register).
+  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(s.bits));
+  return _mm_cvtsd_f64(_mm_cvtss_sd(_mm_castps_pd(f), f));
 #else
   return decode_fp16_portable(s);
 #endif
