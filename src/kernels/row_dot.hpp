@@ -23,23 +23,23 @@ inline double row_dot(double sum, reduced_range<Storage> vals, const ColIndex *c
   return sum;
 }
 
-// The same sum, with the row's values first converted in chunks through the
-// accessor's bulk read (vectorized), then multiplied and added in the same
-// order as row_dot: bitwise the same result, faster on CPUs.
+// The same sum, bitwise: the row's values are first converted 8 at a time
+// through the accessor's bulk read, then multiplied and added in the order of
+// row_dot. Fewer instructions per entry than one scalar convert each, and no
+// convert that merges into (and waits for) an unrelated register.
 template <SumOrder Order, typename Storage, typename ColIndex>
 inline double row_dot_chunked(double sum, reduced_range<Storage> vals, const ColIndex *cols, std::int64_t n,
                               const double *x)
 {
-  constexpr std::int64_t chunk = 64; // even, so pairs never straddle chunks
-  alignas(64) double buf[chunk];
-  for (std::int64_t k0 = 0; k0 < n; k0 += chunk) {
-    const std::int64_t m = n - k0 < chunk ? n - k0 : chunk;
-    vals.read(static_cast<std::size_t>(k0), static_cast<std::size_t>(m), buf);
+  alignas(64) double buf[8];
+  for (std::int64_t k0 = 0; k0 < n; k0 += 8) {
+    const unsigned m = n - k0 < 8 ? static_cast<unsigned>(n - k0) : 8u;
+    vals.read_upto8(static_cast<std::size_t>(k0), m, buf);
     const ColIndex *c = cols + k0;
     if constexpr (Order == SumOrder::sequential) {
-      for (std::int64_t k = 0; k < m; ++k) sum += buf[k] * x[c[k]];
-    } else {
-      std::int64_t k = 0;
+      for (unsigned k = 0; k < m; ++k) sum += buf[k] * x[c[k]];
+    } else { // pairs never straddle chunks: 8 is even
+      unsigned k = 0;
       for (; k + 1 < m; k += 2) sum += buf[k] * x[c[k]] + buf[k + 1] * x[c[k + 1]];
       if (k < m) sum += buf[k] * x[c[k]];
     }

@@ -64,13 +64,13 @@ void block_rows(const RowBlock &block, CsrPattern<Index> p, std::int64_t k0, std
   if (block.grouped()) {
     for (std::int64_t k = k0; k < k1; ++k) {
       const std::int64_t row = block.rows[k], start = p.rowptr[row], n = p.rowptr[row + 1] - start;
-      y[row] = row_dot<Order>(z ? z[row] : 0.0, vals.subrange(block.value_offsets[k], n), p.cols + start, n, x);
+      y[row] = row_dot_chunked<Order>(z ? z[row] : 0.0, vals.subrange(block.value_offsets[k], n), p.cols + start, n, x);
     }
   } else {
     const Index *rowptr = p.rowptr;
     for (std::int64_t row = block.row_begin + k0; row < block.row_begin + k1; ++row) {
       const std::int64_t start = rowptr[row], n = rowptr[row + 1] - start;
-      y[row] = row_dot<Order>(z ? z[row] : 0.0, vals.subrange(start - block.value_base, n), p.cols + start, n, x);
+      y[row] = row_dot_chunked<Order>(z ? z[row] : 0.0, vals.subrange(start - block.value_base, n), p.cols + start, n, x);
     }
   }
 }

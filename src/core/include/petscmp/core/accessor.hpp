@@ -29,15 +29,9 @@ public:
     return reduced_range(data_ + offset, length);
   }
   constexpr const Storage *data() const { return data_; }
-  // Reads elements [offset, offset + n) into out. A plain loop the compiler
-  // vectorizes (vcvtph2pd, vcvtps2pd, shifts): bulk conversion avoids the
-  // false dependency scalar converts (vcvtsh2sd, vcvtss2sd) carry on the
-  // register they merge into.
-  void read(std::size_t offset, std::size_t n, Arithmetic *out) const
-  {
-    const Storage *src = data_ + offset;
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Arithmetic>(decode(src[i]));
-  }
+  // Reads up to 8 elements [offset, offset + n) into out[0..n): one SIMD
+  // conversion where the CPU has it, never reading past the range.
+  void read_upto8(std::size_t offset, unsigned n, Arithmetic *out) const { decode_upto8(data_ + offset, n, out); }
 
 private:
   const Storage *data_;

@@ -24,7 +24,7 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -178,6 +178,41 @@ inline double decode(fp16_t s)
 inline double decode(bf16_t s) { return static_cast<double>(float_from_bits(static_cast<std::uint32_t>(s.bits) << 16)); }
 inline double decode(fp11_20_t s) { return double_from_bits(static_cast<std::uint64_t>(s.bits) << 32); }
 inline double decode(fp11_4_t s) { return double_from_bits(static_cast<std::uint64_t>(s.bits) << 48); }
+
+// ---- bulk decode of up to 8 values (one SIMD conversion, never reads past n) --
+template <typename Storage> inline void decode_upto8(const Storage *src, unsigned n, double *out)
+{
+  for (unsigned i = 0; i < n; ++i) out[i] = decode(src[i]);
+}
+// GCC 12 warns about the unmasked conversions (bug 105593): zero-masking forms throughout.
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__F16C__)
+#define PETSCMP_HAVE_AVX512_DECODE 1
+inline __mmask8 first_lanes(unsigned n) { return static_cast<__mmask8>((1u << n) - 1u); }
+inline void decode_upto8(const fp16_t *src, unsigned n, double *out)
+{
+  const __m128i h = _mm_maskz_loadu_epi16(first_lanes(n), src);
+  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xff, _mm256_cvtph_ps(h)));
+}
+inline void decode_upto8(const bf16_t *src, unsigned n, double *out)
+{
+  const __m256i w = _mm256_slli_epi32(_mm256_maskz_cvtepu16_epi32(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 16);
+  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xff, _mm256_castsi256_ps(w)));
+}
+inline void decode_upto8(const float *src, unsigned n, double *out)
+{
+  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xff, _mm256_maskz_loadu_ps(first_lanes(n), src)));
+}
+inline void decode_upto8(const fp11_20_t *src, unsigned n, double *out)
+{
+  const __m512i w = _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu32_epi64(0xff, _mm256_maskz_loadu_epi32(first_lanes(n), src)), 32);
+  _mm512_storeu_pd(out, _mm512_castsi512_pd(w));
+}
+inline void decode_upto8(const fp11_4_t *src, unsigned n, double *out)
+{
+  const __m512i w = _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu16_epi64(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 48);
+  _mm512_storeu_pd(out, _mm512_castsi512_pd(w));
+}
+#endif
 
 // ---- compile-time traits -------------------------------------------------------
 template <typename Storage> struct storage_traits;
