@@ -13,7 +13,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-.PHONY: all deps configure build demo check check-noomp bench install clean
+.PHONY: all deps configure build demo check check-noomp check-int64 bench install clean
 
 all: build
 
@@ -37,6 +37,15 @@ check-noomp: deps
 	@cmake -S . -B $(BUILD)-noomp -DCMAKE_BUILD_TYPE=Release -DPETSCMP_ENABLE_OPENMP=OFF $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD)-noomp -j$$(nproc) --target petscmp petscmp_test_core petscmp_test_kernels
 	@cd $(BUILD)-noomp && ctest --output-on-failure -j2 -R '^core|^kernels'
+
+# 64-bit PetscInt: Debian's libpetsc64-real3.18-dev; builds and compares ex1 with AIJ.
+PETSC64_DIR ?= /usr/lib/petscdir/petsc64-3.18/x86_64-linux-gnu-real
+check-int64: deps
+	@dpkg-query -W libpetsc64-real3.18-dev >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libpetsc64-real3.18-dev >/dev/null)
+	@PETSC_DIR=$(PETSC64_DIR) cmake -S . -B $(BUILD)-int64 -DCMAKE_BUILD_TYPE=Release -DPETSCMP_BUILD_TESTS=OFF >/dev/null
+	@cmake --build $(BUILD)-int64 -j$$(nproc) --target petscmp ex1
+	@a=$$($(BUILD)-int64/tutorials/ex1 -n 20 | awk '{print $$3,$$4,$$5,$$6}'); b=$$($(BUILD)-int64/tutorials/ex1 -n 20 -dll_append $(abspath $(BUILD)-int64)/src/libpetscmp.so -dm_mat_type aijmp | awk '{print $$3,$$4,$$5,$$6}'); \
+	  echo "int64 AIJ: $$a"; echo "int64 aijmp: $$b"; test "$$a" = "$$b"
 
 bench: build
 	@bash bench/run.sh $(BUILD) "$(MPIEXEC)"
