@@ -153,15 +153,27 @@ struct Run {
   std::int64_t begin, end;
 };
 
-// Runs of consecutive rows with one format; empty rows join the current run.
+// Runs of consecutive rows with one format; empty rows join the current run
+// (leading empty rows join the first run that has values).
 template <typename Index> std::vector<Run> find_runs(const CsrView<Index> &csr, const std::vector<Format> &formats)
 {
   std::vector<Run> runs;
+  bool has_values = false; // whether the last run holds a nonempty row
   for (Index i = 0; i < csr.nrows; ++i) {
     const bool empty = csr.rowptr[i + 1] == csr.rowptr[i];
-    if (runs.empty()) runs.push_back({formats[i], i, i + 1});
-    else if (empty || runs.back().format == formats[i]) runs.back().end = i + 1;
-    else runs.push_back({formats[i], i, i + 1});
+    if (runs.empty()) {
+      runs.push_back({formats[i], i, i + 1});
+      has_values = !empty;
+    } else if (empty || runs.back().format == formats[i]) {
+      runs.back().end = i + 1;
+      has_values      = has_values || !empty;
+    } else if (!has_values) { // only empty rows so far: take this row's format
+      runs.back().format = formats[i];
+      runs.back().end    = i + 1;
+      has_values         = true;
+    } else {
+      runs.push_back({formats[i], i, i + 1});
+    }
   }
   return runs;
 }

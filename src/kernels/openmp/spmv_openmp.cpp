@@ -28,6 +28,17 @@ int thread_id()
 #endif
 }
 
+// The team OpenMP actually gave, which may be smaller than requested
+// (OMP_THREAD_LIMIT, OMP_DYNAMIC, nested regions): work is split over it.
+int team_size()
+{
+#if defined(_OPENMP)
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
+
 // First entry of `offsets[lo..hi]` (nondecreasing) that is >= target.
 template <typename T> std::int64_t lower_bound_index(const T *offsets, std::int64_t lo, std::int64_t hi, std::int64_t target)
 {
@@ -105,16 +116,16 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
   }
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
-    const int t = thread_id();
+    const int t = thread_id(), team = team_size();
     if (!A.all_rows_covered) {
       // rows outside every block are empty; listed rows are overwritten below
-      const std::int64_t r0 = A.nrows * t / nt, r1 = A.nrows * (t + 1) / nt;
+      const std::int64_t r0 = A.nrows * t / team, r1 = A.nrows * (t + 1) / team;
       for (std::int64_t i = r0; i < r1; ++i) y[i] = z ? z[i] : 0.0;
 #pragma omp barrier
     }
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
-      thread_rows(block, pattern.rowptr, t, nt, k0, k1);
+      thread_rows(block, pattern.rowptr, t, team, k0, k1);
       dispatch_format(block.format, [&](auto tag) {
         using S = typename decltype(tag)::type;
         // z aliasing y is safe: each row reads z[row] before writing y[row]
@@ -138,11 +149,11 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
   std::vector<double> partial(static_cast<std::size_t>(ncols) * nt, 0.0);
 #pragma omp parallel num_threads(nt)
   {
-    const int t  = thread_id();
+    const int t = thread_id(), team = team_size();
     double *mine = partial.data() + static_cast<std::size_t>(ncols) * t;
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
-      thread_rows(block, pattern.rowptr, t, nt, k0, k1);
+      thread_rows(block, pattern.rowptr, t, team, k0, k1);
       dispatch_format(block.format, [&](auto tag) {
         using S         = typename decltype(tag)::type;
         const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));

@@ -1,0 +1,772 @@
+// The storage builder: format decisions per mode on crafted rows, the layout of
+// the compact copy, what it stores and the statistics it reports.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "petscmp/core/accessor.hpp"
+#include "petscmp/core/compact_csr.hpp"
+
+using namespace petscmp;
+
+namespace {
+
+const double kInf  = std::numeric_limits<double>::infinity();
+const double kQNaN = double_from_bits(0x7ff8000000000000ull); // canonical quiet NaN
+const double kPNaN = double_from_bits(0x7ff8000000000001ull); // NaN with a payload bit only fp64 keeps
+
+template <typename Index> struct TestCsr {
+  Index nrows = 0, ncols = 1;
+  std::vector<Index> rowptr{0}, cols;
+  std::vector<double> vals;
+  void add_row(const std::vector<double> &r)
+  {
+    for (std::size_t k = 0; k < r.size(); ++k) {
+      cols.push_back(static_cast<Index>(k));
+      vals.push_back(r[k]);
+    }
+    rowptr.push_back(static_cast<Index>(vals.size()));
+    ncols = std::max<Index>(ncols, static_cast<Index>(r.size()));
+    ++nrows;
+  }
+  Index row_len(Index i) const { return rowptr[i + 1] - rowptr[i]; }
+  CsrView<Index> view() const
+  {
+    CsrView<Index> v;
+    v.nrows  = nrows;
+    v.ncols  = ncols;
+    v.rowptr = rowptr.data();
+    v.cols   = cols.data();
+    v.values = vals.data();
+    return v;
+  }
+};
+
+template <typename Index> TestCsr<Index> make_csr(const std::vector<std::vector<double>> &rows)
+{
+  TestCsr<Index> m;
+  for (const auto &r : rows) m.add_row(r);
+  return m;
+}
+
+bool same(double a, double b) { return double_bits(a) == double_bits(b); }
+
+double decode_at(const AlignedBytes &bytes, Format f, std::int64_t i)
+{
+  return dispatch_format(f, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    return decode(bytes.as<S>()[i]);
+  });
+}
+
+// What a row-wise compact copy stores, read back entry by entry through its
+// layout, with checks that the layout is consistent with the master CSR.
+struct Readback {
+  std::vector<double> vals;    // per master entry
+  std::vector<int> row_format; // per row; -1: in no block
+};
+
+template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<Index> &m)
+{
+  Readback out;
+  out.vals.assign(m.vals.size(), std::nan(""));
+  out.row_format.assign(static_cast<std::size_t>(m.nrows), -1);
+  std::vector<int> seen(m.vals.size(), 0);
+  EXPECT_EQ(A.nrows, m.nrows);
+  EXPECT_EQ(A.ncols, m.ncols);
+  EXPECT_FALSE(A.entry_split());
+  std::int64_t next_run_row = 0;
+  for (const RowBlock &b : A.blocks) {
+    EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
+    if (b.grouped()) {
+      EXPECT_FALSE(A.all_rows_covered);
+      EXPECT_EQ(b.value_offsets.size(), b.rows.size() + 1);
+      EXPECT_EQ(b.value_offsets.front(), 0);
+      EXPECT_EQ(b.value_offsets.back(), b.nnz);
+      EXPECT_EQ(b.row_count(), static_cast<std::int64_t>(b.rows.size()));
+      for (std::size_t k = 0; k < b.rows.size(); ++k) {
+        const Index row = static_cast<Index>(b.rows[k]);
+        if (k) {
+          EXPECT_LT(b.rows[k - 1], b.rows[k]);
+        }
+        EXPECT_EQ(b.value_offsets[k + 1] - b.value_offsets[k], m.row_len(row));
+        EXPECT_GT(m.row_len(row), 0) << "grouped blocks list nonempty rows only";
+        EXPECT_EQ(out.row_format[row], -1) << "row " << row << " in two blocks";
+        out.row_format[row] = static_cast<int>(b.format);
+        for (Index e = 0; e < m.row_len(row); ++e) {
+          out.vals[m.rowptr[row] + e] = decode_at(b.values, b.format, b.value_offsets[k] + e);
+          seen[m.rowptr[row] + e]++;
+        }
+      }
+    } else {
+      EXPECT_TRUE(A.all_rows_covered);
+      EXPECT_EQ(b.row_begin, next_run_row) << "runs must tile the rows in order";
+      EXPECT_LT(b.row_begin, b.row_end);
+      next_run_row = b.row_end;
+      EXPECT_EQ(b.value_base, m.rowptr[b.row_begin]);
+      EXPECT_EQ(b.nnz, m.rowptr[b.row_end] - m.rowptr[b.row_begin]);
+      EXPECT_EQ(b.row_count(), b.row_end - b.row_begin);
+      for (std::int64_t row = b.row_begin; row < b.row_end; ++row) {
+        out.row_format[row] = static_cast<int>(b.format);
+        for (Index k = m.rowptr[row]; k < m.rowptr[row + 1]; ++k) {
+          out.vals[k] = decode_at(b.values, b.format, k - b.value_base);
+          seen[k]++;
+        }
+      }
+    }
+  }
+  if (A.all_rows_covered) {
+    EXPECT_EQ(next_run_row, m.nrows);
+  }
+  for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], 1) << "entry " << k;
+  return out;
+}
+
+// |stored - v| / |v|, with 0 for bitwise-equal values and NaN kept NaN.
+double rel_err(double stored, double v)
+{
+  if (same(stored, v) || (std::isnan(stored) && std::isnan(v))) return 0.0;
+  if (!std::isfinite(stored) || !std::isfinite(v)) return kInf;
+  if (v == 0.0) return stored == 0.0 ? 0.0 : kInf;
+  return std::fabs(stored - v) / std::fabs(v);
+}
+
+// Every stored value is the master value rounded to its row's format, and the
+// statistics are those of what is stored.
+template <typename Index>
+void check_compact(const CompactCsr &A, const TestCsr<Index> &m, const std::vector<Format> &formats)
+{
+  const Readback rb = read_back(A, m);
+  FormatStats want[kFormatCount];
+  std::int64_t value_bytes = 0;
+  for (Index i = 0; i < m.nrows; ++i) {
+    if (m.row_len(i) == 0) continue;
+    const Format f = formats[i];
+    EXPECT_EQ(rb.row_format[i], static_cast<int>(f)) << "row " << i;
+    want[static_cast<int>(f)].rows += 1;
+    want[static_cast<int>(f)].nnz += m.row_len(i);
+    value_bytes += m.row_len(i) * static_cast<std::int64_t>(format_bytes(f));
+    for (Index k = m.rowptr[i]; k < m.rowptr[i + 1]; ++k) {
+      EXPECT_TRUE(same(rb.vals[k], round_trip(f, m.vals[k])) || (std::isnan(rb.vals[k]) && std::isnan(round_trip(f, m.vals[k]))))
+          << "row " << i << " entry " << k << ": " << rb.vals[k] << " vs " << m.vals[k] << " in " << format_name(f);
+      double &e = want[static_cast<int>(f)].max_relative_error;
+      e         = std::max(e, rel_err(rb.vals[k], m.vals[k]));
+    }
+  }
+  EXPECT_EQ(A.stats.nrows, m.nrows);
+  EXPECT_EQ(A.stats.nnz, static_cast<std::int64_t>(m.vals.size()));
+  EXPECT_EQ(A.stats.index_size, static_cast<int>(sizeof(Index)));
+  EXPECT_EQ(A.stats.value_bytes, value_bytes);
+  double maxe = 0.0;
+  for (int f = 0; f < kFormatCount; ++f) {
+    EXPECT_EQ(A.stats.per_format[f].rows, want[f].rows) << format_name(static_cast<Format>(f));
+    EXPECT_EQ(A.stats.per_format[f].nnz, want[f].nnz) << format_name(static_cast<Format>(f));
+    EXPECT_EQ(A.stats.per_format[f].max_relative_error, want[f].max_relative_error) << format_name(static_cast<Format>(f));
+    maxe = std::max(maxe, want[f].max_relative_error);
+  }
+  EXPECT_EQ(A.stats.max_relative_error(), maxe);
+  EXPECT_EQ(A.stats.aij_bytes(), static_cast<double>(m.vals.size()) * (8 + sizeof(Index)) +
+                                     static_cast<double>(m.nrows + 1) * sizeof(Index));
+}
+
+struct RowCase {
+  std::vector<double> values;
+  Format expect;
+};
+
+template <typename Index> void check_mode(StorageOptions opts, const std::vector<RowCase> &cases)
+{
+  std::vector<std::vector<double>> rows;
+  for (const auto &c : cases) rows.push_back(c.values);
+  const TestCsr<Index> m              = make_csr<Index>(rows);
+  const std::vector<Format> formats   = choose_row_formats(std::vector<CsrView<Index>>{m.view()}, opts);
+  ASSERT_EQ(formats.size(), cases.size());
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    EXPECT_EQ(format_name(formats[i]), std::string(format_name(cases[i].expect)))
+        << storage_mode_name(opts.mode) << " row " << i << " (first value " << std::hexfloat
+        << (cases[i].values.empty() ? 0.0 : cases[i].values[0]) << ")";
+  const CompactCsr A = build_compact_csr(m.view(), opts);
+  EXPECT_EQ(A.mode, opts.mode);
+  check_compact(A, m, formats);
+}
+
+template <typename Index> class BuilderTest : public ::testing::Test {};
+using IndexTypes = ::testing::Types<std::int32_t, std::int64_t>;
+TYPED_TEST_SUITE(BuilderTest, IndexTypes);
+
+StorageOptions with_mode(StorageMode m)
+{
+  StorageOptions o;
+  o.mode = m;
+  return o;
+}
+
+} // namespace
+
+// ---- format decisions ------------------------------------------------------------------
+
+TYPED_TEST(BuilderTest, Lossless)
+{
+  check_mode<TypeParam>(with_mode(StorageMode::lossless),
+                        {
+                            {{6, -1, -1}, Format::fp16},
+                            {{65536.0 * 3, 1}, Format::bf16}, // exact in bf16, beyond fp16's range
+                            {{0.1}, Format::fp64},
+                            {{1 + 0x1p-20}, Format::fp32},
+                            {{0x1p-30}, Format::bf16},        // below fp16's subnormals
+                            {{kInf, -kInf, 2}, Format::fp16},
+                            {{kQNaN}, Format::fp16},
+                            {{kPNaN}, Format::fp64},
+                            {{}, Format::fp16},               // empty: narrowest
+                            {{-0.0, 0.0}, Format::fp16},
+                            {{65504, 0x1p-24, -0x1p-14}, Format::fp16},
+                            {{65520}, Format::fp32},          // 12 significant bits: not bf16
+                            {{1e-310}, Format::fp64},         // double subnormal
+                            {{0x1p-140}, Format::fp32},       // fp32 subnormal, below bf16's
+                            {{0x1p-130}, Format::bf16},       // bf16 subnormal
+                            {{1, 2, 3, 0.1, 4}, Format::fp64}, // one value decides the row
+                            {{1e5}, Format::fp32},
+                            {{DBL_MAX}, Format::fp64},
+                        });
+}
+
+TYPED_TEST(BuilderTest, LosslessStoresBitForBit)
+{
+  std::mt19937_64 rng(21);
+  TestCsr<TypeParam> m;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<double> r(static_cast<std::size_t>(rng() % 6));
+    const int kind = static_cast<int>(rng() % 4);
+    for (auto &v : r) {
+      const double base = static_cast<double>(static_cast<std::int64_t>(rng() % 2001) - 1000);
+      v = kind == 0 ? base : kind == 1 ? base * 0x1p40 : kind == 2 ? base + 0x1p-12 : base / 3;
+    }
+    m.add_row(r);
+  }
+  const CompactCsr A = build_compact_csr(m.view(), with_mode(StorageMode::lossless));
+  const Readback rb  = read_back(A, m);
+  for (std::size_t k = 0; k < m.vals.size(); ++k) ASSERT_TRUE(same(rb.vals[k], m.vals[k])) << k;
+  EXPECT_EQ(A.stats.max_relative_error(), 0.0);
+}
+
+TYPED_TEST(BuilderTest, UniformFp16)
+{
+  check_mode<TypeParam>(with_mode(StorageMode::fp16), {
+                                                          {{0.1, 3}, Format::fp16},
+                                                          {{1e5}, Format::fp32},     // overflows fp16
+                                                          {{1e300}, Format::fp64},   // overflows fp32 too
+                                                          {{1e-9}, Format::fp32},    // underflows fp16
+                                                          {{1e-6}, Format::fp32},    // fp16 subnormal, 1% error
+                                                          {{0x1p-20}, Format::fp16}, // fp16 subnormal, exact
+                                                          {{65519}, Format::fp16},   // rounds to 65504
+                                                          {{1e-310}, Format::fp64},
+                                                          {{kQNaN, kInf}, Format::fp16},
+                                                          {{kPNaN}, Format::fp64}, // payload lost in fp16 and fp32
+                                                          {{}, Format::fp16},
+                                                      });
+}
+
+TYPED_TEST(BuilderTest, UniformBf16)
+{
+  check_mode<TypeParam>(with_mode(StorageMode::bf16), {
+                                                          {{0.1, 1e5, 1e38, 1e-37}, Format::bf16},
+                                                          {{1e300}, Format::fp64},
+                                                          {{3.4e38}, Format::fp32}, // beyond bf16's max + half ulp
+                                                          {{1e-39}, Format::fp64},  // subnormal in bf16 and fp32
+                                                          {{-0.0}, Format::bf16},
+                                                      });
+}
+
+TYPED_TEST(BuilderTest, UniformFp32)
+{
+  check_mode<TypeParam>(with_mode(StorageMode::fp32), {
+                                                          {{0.1, 1e38, -1e-37}, Format::fp32},
+                                                          {{1e39}, Format::fp64},
+                                                          {{1e-40}, Format::fp64},
+                                                          {{1e-310}, Format::fp64},
+                                                          {{1e-300}, Format::fp64},
+                                                          {{kInf}, Format::fp32},
+                                                      });
+}
+
+TYPED_TEST(BuilderTest, UniformTruncated)
+{
+  check_mode<TypeParam>(with_mode(StorageMode::fp11_20), {
+                                                             {{1e300, 0.1, DBL_MAX, DBL_MIN}, Format::fp11_20},
+                                                             {{1e-310}, Format::fp64},
+                                                             {{kInf, kQNaN}, Format::fp11_20},
+                                                             {{kPNaN}, Format::fp64},
+                                                         });
+  check_mode<TypeParam>(with_mode(StorageMode::fp11_4), {
+                                                            {{0.1, 1e300, -DBL_MAX}, Format::fp11_4},
+                                                            {{1e-310}, Format::fp64},
+                                                            // subnormal: 0 in fp11_4, exact in fp11_20
+                                                            {{std::ldexp(1 + 0x1p-7, -1030)}, Format::fp11_20},
+                                                            {{kPNaN}, Format::fp64},
+                                                            {{1.999}, Format::fp11_4},
+                                                        });
+}
+
+TYPED_TEST(BuilderTest, Tolerance)
+{
+  StorageOptions o = with_mode(StorageMode::tolerance);
+  o.tolerance      = 1e-3;
+  const double a   = std::ldexp(1 + 0x1p-8, 500); // fp11_4 error 2^-8/(1+2^-8) > 1e-3
+  check_mode<TypeParam>(o, {
+                               {{1 + 0x1p-9}, Format::fp16},
+                               {{0.1}, Format::fp16},        // fp16 error 2.4e-4
+                               {{0x1p20}, Format::bf16},     // beyond fp16, exact in bf16
+                               {{0x1p200}, Format::fp11_4},  // beyond fp32, exact in fp11_4
+                               {{1e5}, Format::fp32},        // bf16 error 1.6e-3, fp11_4 1.7e-2
+                               {{a}, Format::fp11_20},
+                               {{0.1, 0x1p200}, Format::fp11_20},
+                               {{1e-310}, Format::fp64},     // underflows everywhere
+                               {{kQNaN, -kInf}, Format::fp16},
+                               {{kPNaN}, Format::fp64},
+                           });
+  o.tolerance = 1e-5;
+  check_mode<TypeParam>(o, {{{0.1}, Format::fp32}, {{1 + 0x1p-9}, Format::fp16}, {{0.1, 0x1p200}, Format::fp11_20}});
+  o.tolerance = 1e-10;
+  check_mode<TypeParam>(o, {{{0.1}, Format::fp64}, {{0.1, 0x1p200}, Format::fp64}, {{1 + 0x1p-20}, Format::fp32}});
+  o.tolerance = 0.1; // fp11_4 is good enough where fp16 and bf16 fail
+  check_mode<TypeParam>(o, {{{0.1, 0x1p200}, Format::fp11_4}, {{1e5}, Format::bf16}});
+}
+
+TYPED_TEST(BuilderTest, ToleranceZeroIsExactness)
+{
+  StorageOptions o = with_mode(StorageMode::tolerance);
+  o.tolerance      = 0.0;
+  const std::vector<RowCase> cases = {
+      {{1 + 0x1p-4}, Format::fp16},   {{1.5 * 0x1p-100}, Format::bf16},
+      {{0x1p200}, Format::fp11_4},    {{1 + 0x1p-20}, Format::fp32},
+      {{std::ldexp(1 + 0x1p-20, 500)}, Format::fp11_20},
+      {{0.1}, Format::fp64},          {{1e-310}, Format::fp64},
+  };
+  check_mode<TypeParam>(o, cases);
+  // On rows without fp11 candidates it agrees with lossless.
+  std::vector<std::vector<double>> rows = {{1 + 0x1p-4}, {1.5 * 0x1p-100}, {1 + 0x1p-20}, {0.1}, {kQNaN}, {kPNaN}, {65520}};
+  const TestCsr<TypeParam> m            = make_csr<TypeParam>(rows);
+  EXPECT_EQ(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o),
+            choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, with_mode(StorageMode::lossless)));
+}
+
+TYPED_TEST(BuilderTest, ToleranceBoundsRandomErrors)
+{
+  std::mt19937_64 rng(22);
+  std::uniform_real_distribution<double> mant(1.0, 2.0);
+  std::uniform_int_distribution<int> ex(-60, 60);
+  TestCsr<TypeParam> m;
+  for (int i = 0; i < 400; ++i) {
+    std::vector<double> r(1 + rng() % 5);
+    for (auto &v : r) v = std::ldexp(mant(rng), ex(rng)) * ((rng() & 1) ? -1 : 1);
+    m.add_row(r);
+  }
+  for (double tol : {0.0, 1e-12, 1e-7, 1e-5, 1e-3, 0.01, 0.1}) {
+    StorageOptions o = with_mode(StorageMode::tolerance);
+    o.tolerance      = tol;
+    const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
+    const CompactCsr A = build_compact_csr(m.view(), o);
+    check_compact(A, m, formats);
+    EXPECT_LE(A.stats.max_relative_error(), tol);
+    if (tol >= 1e-3) {
+      EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp16)].rows, 0);
+    }
+  }
+}
+
+TYPED_TEST(BuilderTest, RowSplit)
+{
+  StorageOptions o  = with_mode(StorageMode::rowsplit);
+  o.range_factor    = 0.5;
+  o.mean_abs_value  = 2.0; // r = 1
+  std::vector<double> r0(200, 0.5), r1(200, 0.5);
+  r0[17] = 7;
+  r1[3] = r1[100] = r1[199] = -7;
+  check_mode<TypeParam>(o, {
+                               {r0, Format::fp32}, // 199/200 inside
+                               {r1, Format::fp64}, // 197/200 inside
+                               {{0.5, 1e-50}, Format::fp64}, // inside, but underflows fp32
+                               {{}, Format::fp64},
+                               {{1.0}, Format::fp64}, // |a| < r is strict
+                               {{std::nextafter(1.0, 0.0)}, Format::fp32},
+                               {{0.1, -0.3}, Format::fp32},
+                           });
+  o.row_fraction = 0.98; // now 197/200 is enough, 195/200 is not
+  std::vector<double> r2(200, 0.5);
+  r2[0] = r2[1] = r2[2] = r2[3] = r2[4] = 9;
+  check_mode<TypeParam>(o, {{r1, Format::fp32}, {r2, Format::fp64}});
+}
+
+TYPED_TEST(BuilderTest, RowSplitMeanFromValues)
+{
+  std::vector<double> twos(100, 2.0);
+  const TestCsr<TypeParam> m = make_csr<TypeParam>({twos, {1000.0}, {0.0, kInf, kQNaN}});
+  const AbsSum s             = abs_value_sum(m.view());
+  EXPECT_EQ(s.sum, 1200.0); // zeros, Inf and NaN are left out
+  EXPECT_EQ(s.count, 101);
+  StorageOptions o = with_mode(StorageMode::rowsplit);
+  o.range_factor   = 0.1; // r = 0.1 * 1200/101 = 1.19
+  std::vector<Format> f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp64, Format::fp64}));
+  o.row_fraction = 0.3; // 1 of 3 inside suffices; NaN and Inf are exact in fp32
+  f              = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp64, Format::fp32}));
+  o.mean_abs_value = 100.0; // r = 10
+  o.row_fraction   = 0.99;
+  f                = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp32, Format::fp64, Format::fp64}));
+  o.mean_abs_value = 0.0; // r = 0: nothing inside
+  f                = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp64, Format::fp64}));
+  // the mean is taken over all parts: a second part with large values shrinks nothing, widens r
+  std::vector<double> big(100, 1000.0);
+  const TestCsr<TypeParam> m2 = make_csr<TypeParam>({big, {}, {}});
+  o.mean_abs_value            = -1.0;
+  f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), m2.view()}, o);
+  // mean = (1200 + 100000) / 201 = 503.5, r = 50.3: row 0 has 100 twos and 100 thousands -> 50% inside
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp64, Format::fp64}));
+  o.row_fraction = 0.5; // row 0: 100 of 200; row 2: 1 of 3 is too few
+  f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), m2.view()}, o);
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp32, Format::fp64, Format::fp64}));
+  // with a single part the mean of the first part alone applies: r = 1.19, the twos are outside
+  f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp64, Format::fp64}));
+}
+
+TYPED_TEST(BuilderTest, BadOptionsThrow)
+{
+  const TestCsr<TypeParam> m = make_csr<TypeParam>({{1.0}});
+  const std::vector<CsrView<TypeParam>> parts{m.view()};
+  StorageOptions o = with_mode(StorageMode::tolerance);
+  o.tolerance      = -1e-3;
+  EXPECT_THROW(choose_row_formats(parts, o), StorageError);
+  o.tolerance = std::nan("");
+  EXPECT_THROW(choose_row_formats(parts, o), StorageError);
+  o              = with_mode(StorageMode::rowsplit);
+  o.range_factor = 0.0;
+  EXPECT_THROW(choose_row_formats(parts, o), StorageError);
+  o              = with_mode(StorageMode::rowsplit);
+  o.row_fraction = 1.5;
+  EXPECT_THROW(choose_row_formats(parts, o), StorageError);
+  EXPECT_THROW(choose_row_formats(parts, with_mode(StorageMode::entrysplit)), StorageError);
+  const TestCsr<TypeParam> two = make_csr<TypeParam>({{1.0}, {2.0}});
+  EXPECT_THROW(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), two.view()}, with_mode(StorageMode::lossless)),
+               StorageError);
+  EXPECT_THROW(assemble_compact_csr(two.view(), std::vector<Format>{Format::fp64}, with_mode(StorageMode::lossless)),
+               StorageError);
+  EXPECT_TRUE(choose_row_formats(std::vector<CsrView<TypeParam>>{}, with_mode(StorageMode::lossless)).empty());
+}
+
+TYPED_TEST(BuilderTest, PartsDecideTogether)
+{
+  // diagonal and off-diagonal blocks of the same rows
+  const TestCsr<TypeParam> d = make_csr<TypeParam>({{1.0, 2.0}, {1.0}, {}, {3.0}});
+  const TestCsr<TypeParam> o = make_csr<TypeParam>({{0.1}, {}, {0x1p20}, {0x1p-30, 1 + 0x1p-20}});
+  const auto f = choose_row_formats(std::vector<CsrView<TypeParam>>{d.view(), o.view()}, with_mode(StorageMode::lossless));
+  EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp16, Format::bf16, Format::fp32}));
+  const StorageOptions opts = with_mode(StorageMode::lossless);
+  check_compact(assemble_compact_csr(d.view(), f, opts), d, f);
+  check_compact(assemble_compact_csr(o.view(), f, opts), o, f);
+}
+
+// ---- entry split ------------------------------------------------------------------------
+
+TYPED_TEST(BuilderTest, EntrySplit)
+{
+  StorageOptions opts = with_mode(StorageMode::entrysplit);
+  opts.range          = 1.0;
+  const TestCsr<TypeParam> m =
+      make_csr<TypeParam>({{0.5, 0.1, 2.0, -0.75}, {-3.0, 1.0, kQNaN}, {}, {1e-50, kInf, -0.999, 0.0}, {7.0}});
+  const CompactCsr A = build_compact_csr(m.view(), opts);
+  ASSERT_TRUE(A.entry_split());
+  EXPECT_TRUE(A.blocks.empty());
+  ASSERT_EQ(A.split.size(), 2u);
+  const SplitPart *p32 = nullptr, *p64 = nullptr;
+  for (const auto &p : A.split) (p.format == Format::fp32 ? p32 : p64) = &p;
+  ASSERT_TRUE(p32 && p64);
+  EXPECT_EQ(p64->format, Format::fp64);
+  // expected parts, computed here: |a| < 1 and fp32 neither overflows nor underflows
+  std::vector<std::int64_t> rp32{0}, rp64{0};
+  std::vector<std::int32_t> c32, c64;
+  std::vector<double> v32, v64;
+  double maxerr32 = 0.0;
+  for (TypeParam i = 0; i < m.nrows; ++i) {
+    for (TypeParam k = m.rowptr[i]; k < m.rowptr[i + 1]; ++k) {
+      const double v = m.vals[k];
+      const double f = static_cast<double>(static_cast<float>(v));
+      if (std::fabs(v) < 1.0 && (v == 0.0 || std::fabs(f - v) <= 0x1p-24 * std::fabs(v))) {
+        c32.push_back(static_cast<std::int32_t>(m.cols[k]));
+        v32.push_back(f);
+        maxerr32 = std::max(maxerr32, rel_err(f, v));
+      } else {
+        c64.push_back(static_cast<std::int32_t>(m.cols[k]));
+        v64.push_back(v);
+      }
+    }
+    rp32.push_back(static_cast<std::int64_t>(c32.size()));
+    rp64.push_back(static_cast<std::int64_t>(c64.size()));
+  }
+  EXPECT_EQ(v32.size(), 5u); // 0.5 0.1 -0.75 | -0.999 0.0, and not 1e-50
+  EXPECT_EQ(p32->rowptr, rp32);
+  EXPECT_EQ(p64->rowptr, rp64);
+  EXPECT_EQ(p32->cols, c32);
+  EXPECT_EQ(p64->cols, c64);
+  ASSERT_EQ(p32->values.size(), v32.size() * 4);
+  ASSERT_EQ(p64->values.size(), v64.size() * 8);
+  for (std::size_t k = 0; k < v32.size(); ++k) EXPECT_TRUE(same(decode(p32->values.as<float>()[k]), v32[k])) << k;
+  for (std::size_t k = 0; k < v64.size(); ++k) EXPECT_TRUE(same(p64->values.as<double>()[k], v64[k])) << k;
+  const FormatStats &s32 = A.stats.per_format[static_cast<int>(Format::fp32)];
+  const FormatStats &s64 = A.stats.per_format[static_cast<int>(Format::fp64)];
+  EXPECT_EQ(s32.nnz, static_cast<std::int64_t>(v32.size()));
+  EXPECT_EQ(s64.nnz, static_cast<std::int64_t>(v64.size()));
+  EXPECT_EQ(s32.rows, 2); // rows 0 and 3
+  EXPECT_EQ(s64.rows, 4); // rows 0, 1, 3, 4
+  EXPECT_EQ(s32.max_relative_error, maxerr32);
+  EXPECT_GT(maxerr32, 0.0);
+  EXPECT_LE(maxerr32, 0x1p-24);
+  EXPECT_EQ(s64.max_relative_error, 0.0);
+  EXPECT_EQ(A.stats.nnz, static_cast<std::int64_t>(m.vals.size()));
+  EXPECT_EQ(A.stats.value_bytes, static_cast<std::int64_t>(v32.size() * 4 + v64.size() * 8));
+}
+
+TYPED_TEST(BuilderTest, EntrySplitRandom)
+{
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> u(-4.0, 4.0);
+  TestCsr<TypeParam> m;
+  for (int i = 0; i < 500; ++i) {
+    std::vector<double> r(rng() % 8);
+    for (auto &v : r) v = u(rng);
+    m.add_row(r);
+  }
+  for (double range : {0.5, 1.0, 3.0}) {
+    StorageOptions opts = with_mode(StorageMode::entrysplit);
+    opts.range          = range;
+    const CompactCsr A  = build_compact_csr(m.view(), opts);
+    std::int64_t small = 0;
+    for (double v : m.vals) small += std::fabs(v) < range;
+    EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp32)].nnz, small);
+    EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp64)].nnz, static_cast<std::int64_t>(m.vals.size()) - small);
+    EXPECT_LE(A.stats.per_format[static_cast<int>(Format::fp32)].max_relative_error, 0x1p-24);
+    EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp32)].max_relative_error, 0x1p-26);
+  }
+}
+
+// ---- layout ----------------------------------------------------------------------------
+
+TYPED_TEST(BuilderTest, LayoutOneFormatIsOneRun)
+{
+  std::vector<std::vector<double>> rows(100, std::vector<double>{1.0, 2.0});
+  rows[0].clear(); // empty rows join the run
+  rows[50].clear();
+  const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
+  const StorageOptions opts  = with_mode(StorageMode::fp32);
+  const CompactCsr A         = build_compact_csr(m.view(), opts);
+  ASSERT_EQ(A.blocks.size(), 1u);
+  EXPECT_FALSE(A.blocks[0].grouped());
+  EXPECT_TRUE(A.all_rows_covered);
+  EXPECT_EQ(A.blocks[0].row_begin, 0);
+  EXPECT_EQ(A.blocks[0].row_end, 100);
+  EXPECT_EQ(A.blocks[0].format, Format::fp32);
+  EXPECT_EQ(A.blocks[0].nnz, 196);
+  EXPECT_EQ(A.stats.value_bytes, 196 * 4);
+  EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp32)].rows, 98);
+  EXPECT_EQ(A.stats.index_bytes, static_cast<std::int64_t>(sizeof(TypeParam)) * (196 + 101));
+  check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+}
+
+TYPED_TEST(BuilderTest, LayoutAlternatingIsGrouped)
+{
+  std::vector<std::vector<double>> rows;
+  for (int i = 0; i < 64; ++i) rows.push_back(i % 2 ? std::vector<double>{0.1, 0.2, 0.3} : std::vector<double>{1.0});
+  const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
+  const StorageOptions opts  = with_mode(StorageMode::lossless);
+  const CompactCsr A         = build_compact_csr(m.view(), opts);
+  EXPECT_FALSE(A.all_rows_covered);
+  ASSERT_EQ(A.blocks.size(), 2u);
+  for (const auto &b : A.blocks) {
+    ASSERT_TRUE(b.grouped());
+    const bool is64 = b.format == Format::fp64;
+    EXPECT_TRUE(is64 || b.format == Format::fp16);
+    ASSERT_EQ(b.rows.size(), 32u);
+    for (std::size_t k = 0; k < 32; ++k) {
+      EXPECT_EQ(b.rows[k], static_cast<std::int32_t>(2 * k + (is64 ? 1 : 0)));
+      EXPECT_EQ(b.value_offsets[k], static_cast<std::int64_t>(k * (is64 ? 3 : 1)));
+    }
+    EXPECT_EQ(b.nnz, is64 ? 96 : 32);
+  }
+  EXPECT_EQ(A.stats.value_bytes, 96 * 8 + 32 * 2);
+  EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp64)].rows, 32);
+  EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp16)].nnz, 32);
+  check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+}
+
+TYPED_TEST(BuilderTest, LayoutMostlyEmptyIsGrouped)
+{
+  std::vector<std::vector<double>> rows(100);
+  for (int i = 0; i < 100; i += 10) rows[i] = {1.0, -2.0};
+  const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
+  const StorageOptions opts  = with_mode(StorageMode::lossless);
+  const CompactCsr A         = build_compact_csr(m.view(), opts);
+  EXPECT_FALSE(A.all_rows_covered);
+  ASSERT_EQ(A.blocks.size(), 1u);
+  ASSERT_TRUE(A.blocks[0].grouped());
+  EXPECT_EQ(A.blocks[0].rows.size(), 10u);
+  EXPECT_EQ(A.blocks[0].format, Format::fp16);
+  EXPECT_EQ(A.stats.value_bytes, 20 * 2);
+  check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+}
+
+TYPED_TEST(BuilderTest, LayoutRunThreshold)
+{
+  // The run layout needs runs of kMinRunLength = 32 nonempty rows on average:
+  // 128 nonempty rows in 4 runs keep it, 127 (one row emptied) or 5 runs do not.
+  ASSERT_EQ(kMinRunLength, 32);
+  struct Case {
+    int nruns, emptied;
+    bool runs;
+  };
+  for (const Case c : {Case{2, 0, true}, Case{4, 0, true}, Case{4, 1, false}, Case{5, 0, false}}) {
+    std::vector<std::vector<double>> rows;
+    for (int i = 0; i < 128; ++i) {
+      const int run = i * c.nruns / 128;
+      rows.push_back(run % 2 ? std::vector<double>{0.1, 1.0} : std::vector<double>{1.0, 2.0});
+    }
+    if (c.emptied) rows[40].clear(); // inside a run: the run count stays 4
+    const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
+    const StorageOptions opts  = with_mode(StorageMode::lossless);
+    const CompactCsr A         = build_compact_csr(m.view(), opts);
+    SCOPED_TRACE(std::to_string(c.nruns) + " runs, " + std::to_string(c.emptied) + " emptied");
+    if (c.runs) {
+      ASSERT_EQ(A.blocks.size(), static_cast<std::size_t>(c.nruns));
+      for (const auto &b : A.blocks) EXPECT_FALSE(b.grouped());
+      EXPECT_TRUE(A.all_rows_covered);
+    } else {
+      ASSERT_EQ(A.blocks.size(), 2u);
+      for (const auto &b : A.blocks) EXPECT_TRUE(b.grouped());
+    }
+    check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+  }
+}
+
+TYPED_TEST(BuilderTest, LayoutEmptyMatrix)
+{
+  const TestCsr<TypeParam> m;
+  for (StorageMode mode : {StorageMode::lossless, StorageMode::fp16, StorageMode::entrysplit}) {
+    const CompactCsr A = build_compact_csr(m.view(), with_mode(mode));
+    EXPECT_EQ(A.nrows, 0);
+    EXPECT_EQ(A.stats.nnz, 0);
+    EXPECT_EQ(A.stats.value_bytes, 0);
+    EXPECT_TRUE(A.blocks.empty());
+  }
+  // rows, but no entries
+  const TestCsr<TypeParam> e = make_csr<TypeParam>({{}, {}, {}});
+  const CompactCsr A         = build_compact_csr(e.view(), with_mode(StorageMode::lossless));
+  EXPECT_EQ(A.stats.nnz, 0);
+  EXPECT_EQ(A.stats.value_bytes, 0);
+  for (const auto &b : A.blocks) EXPECT_EQ(b.nnz, 0);
+}
+
+// ---- statistics on random matrices ------------------------------------------------------
+
+TYPED_TEST(BuilderTest, RandomMatricesEveryRowMode)
+{
+  std::mt19937_64 rng(24);
+  std::uniform_real_distribution<double> mant(-2.0, 2.0);
+  TestCsr<TypeParam> m;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<double> r(rng() % 9);
+    const int kind = static_cast<int>((i / (1 + i % 7)) % 5); // mixes short and long runs
+    for (auto &v : r) {
+      switch (kind) {
+      case 0: v = mant(rng); break;
+      case 1: v = std::ldexp(mant(rng), 20); break;   // beyond fp16
+      case 2: v = std::ldexp(mant(rng), 200); break;  // beyond fp32
+      case 3: v = std::ldexp(mant(rng), -1040); break; // double subnormal
+      default: v = std::round(mant(rng) * 100); break;
+      }
+    }
+    m.add_row(r);
+  }
+  for (int mi = 0; mi < kStorageModeCount; ++mi) {
+    const StorageMode mode = static_cast<StorageMode>(mi);
+    if (mode == StorageMode::entrysplit) continue;
+    const StorageOptions opts = with_mode(mode);
+    const auto formats        = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+    const CompactCsr A        = build_compact_csr(m.view(), opts);
+    SCOPED_TRACE(storage_mode_name(mode));
+    check_compact(A, m, formats);
+    const CompactCsr B = assemble_compact_csr(m.view(), formats, opts);
+    EXPECT_EQ(A.stats.value_bytes, B.stats.value_bytes);
+    EXPECT_EQ(A.blocks.size(), B.blocks.size());
+    // uniform modes: rows that fit keep the mode's format, errors within its unit roundoff
+    for (int f = 0; f < kFormatCount; ++f)
+      EXPECT_LE(A.stats.per_format[f].max_relative_error, unit_roundoff(static_cast<Format>(f)))
+          << format_name(static_cast<Format>(f));
+  }
+}
+
+TYPED_TEST(BuilderTest, Fp16MaxRelativeError)
+{
+  std::mt19937_64 rng(25);
+  std::uniform_real_distribution<double> lg(-3.0, 3.0);
+  TestCsr<TypeParam> m;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<double> r(1 + rng() % 6);
+    const double scale = (i % 3 == 0) ? 1e3 : 1.0; // some rows exceed fp16 -> fp32
+    for (auto &v : r) v = scale * std::pow(10.0, lg(rng)) * ((rng() & 1) ? -1 : 1);
+    m.add_row(r);
+  }
+  const StorageOptions opts = with_mode(StorageMode::fp16);
+  const CompactCsr A        = build_compact_csr(m.view(), opts);
+  const auto formats        = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+  // the per-format maximum of |float16(a) - a| / |a|, with float16 done here by the
+  // enumeration-free rule: a = m 2^e, keep 11 significant bits, ties to even
+  double want16 = 0.0, want32 = 0.0;
+  for (TypeParam i = 0; i < m.nrows; ++i)
+    for (TypeParam k = m.rowptr[i]; k < m.rowptr[i + 1]; ++k) {
+      const double v = m.vals[k];
+      if (formats[i] == Format::fp16) {
+        int e;
+        std::frexp(v, &e);                                       // |v| in [2^(e-1), 2^e)
+        const int q     = std::max(e - 1, -14) - 10;             // fp16 ulp exponent
+        const double r  = std::nearbyint(std::ldexp(v, -q));     // ties to even (default mode)
+        const double h  = std::ldexp(r, q);
+        want16          = std::max(want16, std::fabs(h - v) / std::fabs(v));
+        ASSERT_LT(std::fabs(v), 65520.0);
+      } else {
+        ASSERT_EQ(formats[i], Format::fp32);
+        want32 = std::max(want32, std::fabs(static_cast<double>(static_cast<float>(v)) - v) / std::fabs(v));
+      }
+    }
+  EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp16)].max_relative_error, want16);
+  EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp32)].max_relative_error, want32);
+  EXPECT_GT(want16, 0x1p-12);
+  EXPECT_LE(want16, 0x1p-11);
+  EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp32)].rows, 0);
+  check_compact(A, m, formats);
+}
+
+TEST(Builder, ModeNames)
+{
+  const char *names[] = {"lossless", "fp32", "fp16", "bf16", "fp11_20", "fp11_4", "tolerance", "rowsplit", "entrysplit"};
+  for (int i = 0; i < kStorageModeCount; ++i) {
+    const StorageMode m = static_cast<StorageMode>(i);
+    EXPECT_EQ(std::string(storage_mode_name(m)), names[i]);
+    StorageMode p = i ? StorageMode::lossless : StorageMode::fp16;
+    ASSERT_TRUE(parse_storage_mode(names[i], &p));
+    EXPECT_EQ(p, m);
+    EXPECT_EQ(storage_mode_is_lossy(m), i != 0);
+  }
+  StorageMode p = StorageMode::fp32;
+  EXPECT_FALSE(parse_storage_mode("Lossless", &p));
+  EXPECT_FALSE(parse_storage_mode(nullptr, &p));
+  EXPECT_EQ(p, StorageMode::fp32);
+}

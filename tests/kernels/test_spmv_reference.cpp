@@ -1,0 +1,372 @@
+// Reference SpMV against products computed here with plain loops over the
+// master CSR, from the values the compact copy stores (every storage mode,
+// both summation orders, both layouts, both index types).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "petscmp/core/compact_csr.hpp"
+#include "spmv.hpp"
+
+using namespace petscmp;
+
+namespace {
+
+constexpr double kU = 0x1p-53;
+double gamma_n(double n) { return n * kU / (1 - n * kU); }
+
+// Value classes: each row draws its values from one, so the modes choose
+// different formats for different rows.
+// Each class is stored in one format per mode, whatever the random draws, so
+// that a matrix whose class changes every few thousand rows keeps the run
+// layout in every mode (tolerance 1e-3 included).
+double class_value(int cls, std::mt19937_64 &rng)
+{
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double sign = (rng() & 1) ? 1.0 : -1.0;
+  switch (cls) {
+  case 0: // fp16 exact
+    return sign * (static_cast<double>(rng() % 9) + 0.5);
+  case 1: // random doubles in [0.5, 2): fp16 within its unit roundoff, exact nowhere but fp64
+    return sign * (0.5 + 1.5 * u(rng));
+  case 2: // beyond fp16; exact in fp32, bf16 error >= 2^-9 (> 1e-3)
+    return sign * std::ldexp(1 + 0x1p-9 + static_cast<double>(rng() % 2048) * 0x1p-20, 17 + static_cast<int>(rng() % 4));
+  case 3: // beyond fp32; fp11_4 truncation error > 1e-3, fp11_20 error <= 2^-20
+    return sign * std::ldexp(1 + static_cast<double>(rng() % 16) * 0x1p-4 + 0x1p-8 + u(rng) * 0x1p-9, 200);
+  case 4: // double subnormals: every lossy mode falls back to fp64
+    return sign * std::ldexp(0.5 + u(rng), -1040);
+  default: // bf16 exact, beyond fp16
+    return sign * 3.0 * std::ldexp(1.0, 17 + static_cast<int>(rng() % 20));
+  }
+}
+constexpr int kClasses = 6;
+
+enum class Shape { fragmented, runs, mostly_empty };
+const char *shape_name(Shape s) { return s == Shape::fragmented ? "fragmented" : s == Shape::runs ? "runs" : "mostly_empty"; }
+
+template <typename Index> struct Matrix {
+  Index nrows = 0, ncols = 0;
+  std::vector<Index> rowptr{0}, cols;
+  std::vector<double> vals;
+  CsrView<Index> view() const
+  {
+    CsrView<Index> v;
+    v.nrows  = nrows;
+    v.ncols  = ncols;
+    v.rowptr = rowptr.data();
+    v.cols   = cols.data();
+    v.values = vals.data();
+    return v;
+  }
+  CsrPattern<Index> pattern() const { return CsrPattern<Index>{rowptr.data(), cols.data()}; }
+};
+
+template <typename Index> Matrix<Index> random_matrix(Index nrows, Index ncols, Shape shape, unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  Matrix<Index> a;
+  a.nrows = nrows;
+  a.ncols = ncols;
+  std::vector<Index> row;
+  for (Index i = 0; i < nrows; ++i) {
+    const int cls = shape == Shape::runs ? static_cast<int>(i / 64) % kClasses : static_cast<int>(rng() % kClasses);
+    std::size_t n = rng() % 12;
+    if (shape == Shape::mostly_empty && rng() % 10 < 7) n = 0;
+    row.clear();
+    for (std::size_t k = 0; k < n; ++k) row.push_back(static_cast<Index>(rng() % static_cast<std::uint64_t>(ncols)));
+    std::sort(row.begin(), row.end());
+    row.erase(std::unique(row.begin(), row.end()), row.end());
+    for (Index c : row) {
+      a.cols.push_back(c);
+      a.vals.push_back(class_value(cls, rng));
+    }
+    a.rowptr.push_back(static_cast<Index>(a.vals.size()));
+  }
+  return a;
+}
+
+std::vector<double> random_vector(std::size_t n, unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto &x : v) x = u(rng);
+  return v;
+}
+
+// The value each master entry has in the compact copy, and which pass adds it
+// (entry split: 0 for the fp32 part, 1 for the fp64 part). Computed from the
+// documented rules, not read from the compact copy.
+struct Stored {
+  std::vector<double> vals;
+  std::vector<int> pass;
+  std::vector<double> entry_u; // unit roundoff of the format the entry went to
+};
+
+template <typename Index> Stored stored_values(const Matrix<Index> &a, const StorageOptions &opts)
+{
+  Stored s;
+  s.vals.resize(a.vals.size());
+  s.pass.assign(a.vals.size(), 0);
+  s.entry_u.assign(a.vals.size(), 0.0);
+  if (opts.mode == StorageMode::entrysplit) {
+    for (std::size_t k = 0; k < a.vals.size(); ++k) {
+      const double v = a.vals[k], f = static_cast<double>(static_cast<float>(v));
+      const bool in32 = std::fabs(v) < opts.range && (v == 0.0 || std::fabs(f - v) <= 0x1p-24 * std::fabs(v));
+      s.vals[k]       = in32 ? f : v;
+      s.pass[k]       = in32 ? 0 : 1;
+      s.entry_u[k]    = in32 ? 0x1p-24 : 0.0;
+    }
+    return s;
+  }
+  const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<Index>>{a.view()}, opts);
+  for (Index i = 0; i < a.nrows; ++i)
+    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
+      s.vals[k]    = round_trip(formats[i], a.vals[k]);
+      s.entry_u[k] = formats[i] == Format::fp64 ? 0.0 : unit_roundoff(formats[i]);
+    }
+  return s;
+}
+
+// y = A x (+ z), rows in order, entries in row order, in the given summation
+// order; for an entry split the fp32 pass then the fp64 pass, each sequential.
+template <typename Index>
+std::vector<double> loop_spmv(const Matrix<Index> &a, const Stored &s, SumOrder order, bool split,
+                              const std::vector<double> &x, const std::vector<double> *z)
+{
+  std::vector<double> y(static_cast<std::size_t>(a.nrows));
+  for (Index i = 0; i < a.nrows; ++i) {
+    double sum = z ? (*z)[i] : 0.0;
+    if (split) {
+      for (int pass = 0; pass < 2; ++pass)
+        for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+          if (s.pass[k] == pass) sum += s.vals[k] * x[a.cols[k]];
+    } else if (order == SumOrder::sequential) {
+      for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) sum += s.vals[k] * x[a.cols[k]];
+    } else {
+      Index k = a.rowptr[i];
+      for (; k + 1 < a.rowptr[i + 1]; k += 2) sum += s.vals[k] * x[a.cols[k]] + s.vals[k + 1] * x[a.cols[k + 1]];
+      if (k < a.rowptr[i + 1]) sum += s.vals[k] * x[a.cols[k]];
+    }
+    y[i] = sum;
+  }
+  return y;
+}
+
+// y = A^T x (+ z), rows in order.
+template <typename Index>
+std::vector<double> loop_spmv_transpose(const Matrix<Index> &a, const std::vector<double> &vals, const std::vector<double> &x,
+                                        const std::vector<double> *z)
+{
+  std::vector<double> y(static_cast<std::size_t>(a.ncols), 0.0);
+  if (z) y = *z;
+  for (Index i = 0; i < a.nrows; ++i)
+    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) y[a.cols[k]] += vals[k] * x[i];
+  return y;
+}
+
+bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+template <typename Index> class SpmvReference : public ::testing::Test {};
+using IndexTypes = ::testing::Types<std::int32_t, std::int64_t>;
+TYPED_TEST_SUITE(SpmvReference, IndexTypes);
+
+StorageOptions options(StorageMode mode, SumOrder order)
+{
+  StorageOptions o;
+  o.mode  = mode;
+  o.order = order;
+  return o;
+}
+
+template <typename Index> void check_case(const Matrix<Index> &a, const StorageOptions &opts, bool expect_grouped)
+{
+  const CompactCsr A = build_compact_csr(a.view(), opts);
+  const bool split   = opts.mode == StorageMode::entrysplit;
+  ASSERT_EQ(A.entry_split(), split);
+  bool grouped = false;
+  for (const auto &b : A.blocks) grouped |= b.grouped();
+  if (!split) {
+    ASSERT_EQ(grouped, expect_grouped) << "the test matrix does not have the layout it is meant to have";
+  }
+  const Stored s = stored_values(a, opts);
+  const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
+  const std::vector<double> x = random_vector(nc, 101), z = random_vector(nr, 102);
+  const std::vector<double> xt = random_vector(nr, 103), zt = random_vector(nc, 104);
+
+  // ---- y = A x, y = A x + z, y = A x + y: bitwise those of the loops
+  std::vector<double> y(nr, 7.0);
+  reference::spmv(A, a.pattern(), x.data(), nullptr, y.data());
+  const std::vector<double> want = loop_spmv(a, s, opts.order, split, x, nullptr);
+  for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(y[i], want[i])) << "row " << i << ": " << y[i] << " vs " << want[i];
+  std::vector<double> yz(nr, 7.0);
+  reference::spmv(A, a.pattern(), x.data(), z.data(), yz.data());
+  const std::vector<double> wantz = loop_spmv(a, s, opts.order, split, x, &z);
+  for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(yz[i], wantz[i])) << "row " << i;
+  std::vector<double> ya = z; // z aliasing y
+  reference::spmv(A, a.pattern(), x.data(), ya.data(), ya.data());
+  for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(ya[i], wantz[i])) << "row " << i;
+
+  // ---- against a dense product of the *original* values (column order reversed):
+  // |y - y_dense| <= sum_j |a_ij - s_ij| |x_j| + 2 gamma_(n+1) (|z_i| + sum_j |a_ij x_j| (1 + u_ij))
+  std::vector<double> dense(nr * nc, 0.0), dense_u(nr * nc, 0.0);
+  for (Index i = 0; i < a.nrows; ++i)
+    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
+      dense[static_cast<std::size_t>(i) * nc + a.cols[k]]   = a.vals[k];
+      dense_u[static_cast<std::size_t>(i) * nc + a.cols[k]] = s.entry_u[k];
+    }
+  for (std::size_t i = 0; i < nr; ++i) {
+    double sum = z[i], mag = std::fabs(z[i]), rounding = 0.0;
+    for (std::size_t j = nc; j-- > 0;) {
+      const double aij = dense[i * nc + j];
+      sum += aij * x[j];
+      mag += std::fabs(aij * x[j]) * (1 + dense_u[i * nc + j]);
+      rounding += dense_u[i * nc + j] * std::fabs(aij * x[j]);
+    }
+    const double n     = static_cast<double>(a.rowptr[i + 1] - a.rowptr[i]);
+    const double bound = rounding + 2 * gamma_n(n + 2) * mag;
+    ASSERT_LE(std::fabs(yz[i] - sum), bound) << "row " << i;
+  }
+
+  // ---- transposes: bitwise in row order when the blocks are runs in row order,
+  // else within the bound for two orders of the same sum
+  std::vector<double> t(nc, 7.0), tz(nc, 7.0), ta = zt;
+  reference::spmv_transpose(A, a.pattern(), xt.data(), nullptr, t.data());
+  reference::spmv_transpose(A, a.pattern(), xt.data(), zt.data(), tz.data());
+  reference::spmv_transpose(A, a.pattern(), xt.data(), ta.data(), ta.data());
+  const std::vector<double> tw = loop_spmv_transpose(a, s.vals, xt, nullptr), twz = loop_spmv_transpose(a, s.vals, xt, &zt);
+  std::vector<double> colmag(nc, 0.0), colcount(nc, 1.0);
+  for (Index i = 0; i < a.nrows; ++i)
+    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
+      colmag[a.cols[k]] += std::fabs(s.vals[k] * xt[i]);
+      colcount[a.cols[k]] += 1;
+    }
+  const bool in_row_order = !split && !grouped;
+  for (std::size_t j = 0; j < nc; ++j) {
+    ASSERT_TRUE(same(ta[j], tz[j])) << "col " << j; // aliasing changes nothing
+    if (in_row_order) {
+      ASSERT_TRUE(same(t[j], tw[j])) << "col " << j;
+      ASSERT_TRUE(same(tz[j], twz[j])) << "col " << j;
+    } else {
+      const double g = 2 * gamma_n(colcount[j]) * (1 + kU);
+      ASSERT_LE(std::fabs(t[j] - tw[j]), g * colmag[j]) << "col " << j;
+      ASSERT_LE(std::fabs(tz[j] - twz[j]), g * (colmag[j] + std::fabs(zt[j]))) << "col " << j;
+    }
+  }
+}
+
+} // namespace
+
+TYPED_TEST(SpmvReference, EveryModeOrderAndLayout)
+{
+  using Index = TypeParam;
+  for (Shape shape : {Shape::fragmented, Shape::runs, Shape::mostly_empty}) {
+    const Matrix<Index> a = random_matrix<Index>(Index(700), Index(450), shape, 7 + static_cast<unsigned>(shape));
+    for (int mi = 0; mi < kStorageModeCount; ++mi)
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
+        const StorageMode mode = static_cast<StorageMode>(mi);
+        SCOPED_TRACE(std::string(shape_name(shape)) + " " + storage_mode_name(mode) +
+                     (order == SumOrder::paired ? " paired" : " sequential"));
+        check_case(a, options(mode, order), shape != Shape::runs);
+      }
+  }
+}
+
+TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
+{
+  // Lossless: the result is bit for bit the product of the original matrix,
+  // summed as PETSc's AIJ sums (sequential, or pairs for inodes).
+  using Index = TypeParam;
+  for (Shape shape : {Shape::fragmented, Shape::runs, Shape::mostly_empty}) {
+    const Matrix<Index> a = random_matrix<Index>(Index(500), Index(500), shape, 17);
+    for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
+      const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, order));
+      EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp16)].nnz, 0);
+      EXPECT_GT(A.stats.per_format[static_cast<int>(Format::bf16)].nnz, 0);
+      EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp64)].nnz, 0);
+      const std::vector<double> x = random_vector(500, 1), z = random_vector(500, 2);
+      std::vector<double> y(500);
+      reference::spmv(A, a.pattern(), x.data(), z.data(), y.data());
+      for (Index i = 0; i < a.nrows; ++i) {
+        double sum = z[i];
+        Index k    = a.rowptr[i];
+        if (order == SumOrder::paired)
+          for (; k + 1 < a.rowptr[i + 1]; k += 2) sum += a.vals[k] * x[a.cols[k]] + a.vals[k + 1] * x[a.cols[k + 1]];
+        for (; k < a.rowptr[i + 1]; ++k) sum += a.vals[k] * x[a.cols[k]];
+        ASSERT_TRUE(same(y[i], sum)) << shape_name(shape) << " row " << i;
+      }
+    }
+  }
+}
+
+TYPED_TEST(SpmvReference, PairedDiffersFromSequential)
+{
+  // The two orders are really different (else the tests above could not tell them apart).
+  using Index           = TypeParam;
+  const Matrix<Index> a = random_matrix<Index>(Index(400), Index(400), Shape::runs, 19);
+  const std::vector<double> x = random_vector(400, 3);
+  std::vector<double> ys(400), yp(400);
+  reference::spmv(build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::sequential)), a.pattern(), x.data(),
+                  nullptr, ys.data());
+  reference::spmv(build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::paired)), a.pattern(), x.data(),
+                  nullptr, yp.data());
+  int differ = 0;
+  for (std::size_t i = 0; i < 400; ++i) differ += !same(ys[i], yp[i]);
+  EXPECT_GT(differ, 0);
+}
+
+TYPED_TEST(SpmvReference, EmptyAndTinyMatrices)
+{
+  using Index = TypeParam;
+  Matrix<Index> a; // 3 x 2, all rows empty
+  a.nrows = 3;
+  a.ncols = 2;
+  a.rowptr = {0, 0, 0, 0};
+  for (int mi = 0; mi < kStorageModeCount; ++mi) {
+    const CompactCsr A = build_compact_csr(a.view(), options(static_cast<StorageMode>(mi), SumOrder::sequential));
+    const double x[2] = {1, 2}, z[3] = {3, 4, 5}, xt[3] = {1, 1, 1}, zt[2] = {-1, -2};
+    double y[3] = {9, 9, 9}, t[2] = {9, 9};
+    reference::spmv(A, a.pattern(), x, nullptr, y);
+    for (double v : y) EXPECT_EQ(v, 0.0);
+    reference::spmv(A, a.pattern(), x, z, y);
+    EXPECT_EQ(y[0], 3.0);
+    EXPECT_EQ(y[2], 5.0);
+    reference::spmv_transpose(A, a.pattern(), xt, zt, t);
+    EXPECT_EQ(t[0], -1.0);
+    EXPECT_EQ(t[1], -2.0);
+  }
+  // a 2 x 3 matrix by hand: [[1, 0, 2], [0, 0.1, 0]]
+  Matrix<Index> b;
+  b.nrows  = 2;
+  b.ncols  = 3;
+  b.rowptr = {0, 2, 3};
+  b.cols   = {0, 2, 1};
+  b.vals   = {1, 2, 0.1};
+  const double x[3] = {1, 10, 100}, xt[2] = {1, 10};
+  for (int mi = 0; mi < kStorageModeCount; ++mi) {
+    const StorageMode mode = static_cast<StorageMode>(mi);
+    const CompactCsr A     = build_compact_csr(b.view(), options(mode, SumOrder::paired));
+    double y[2], t[3];
+    reference::spmv(A, b.pattern(), x, nullptr, y);
+    reference::spmv_transpose(A, b.pattern(), xt, nullptr, t);
+    EXPECT_EQ(y[0], 201.0) << storage_mode_name(mode);
+    EXPECT_EQ(t[0], 1.0) << storage_mode_name(mode);
+    EXPECT_EQ(t[2], 2.0) << storage_mode_name(mode);
+    // 0.1 as stored: fp16 0.0999755859375, fp32 0.100000001490116..., fp11_4 0.09765625;
+    // rowsplit: r = 0.1 * mean(1, 2, 0.1) = 0.103 puts the row {0.1} in fp32
+    const double s01 = mode == StorageMode::lossless ? 0.1 : round_trip(
+                           mode == StorageMode::fp16 || mode == StorageMode::tolerance ? Format::fp16
+                           : mode == StorageMode::bf16                                 ? Format::bf16
+                           : mode == StorageMode::fp11_20                              ? Format::fp11_20
+                           : mode == StorageMode::fp11_4                               ? Format::fp11_4
+                                                                                       : Format::fp32, 0.1);
+    EXPECT_EQ(y[1], s01 * 10) << storage_mode_name(mode);
+    EXPECT_EQ(t[1], s01 * 10) << storage_mode_name(mode);
+  }
+}
