@@ -49,7 +49,7 @@ PETSC_EXTERN const char *const PetscMPFormats[];
    MatAIJMPInfo - what the compact copy of a `MATAIJMP` matrix holds (summed over ranks)
 
    Fields:
-+  rows[f], nnz[f]     - rows and nonzeros stored in format f
++  rows[f], nnz[f]     - nonempty rows and nonzeros stored in format f
 .  max_rel_error[f]    - largest relative change |stored - a|/|a| of an entry stored in format f
 .  bytes               - bytes a MatMult reads from the matrix (values and indices)
 .  aij_bytes           - the same for `MATAIJ`

@@ -1,6 +1,7 @@
 // Reference backend: plain loops, the ground truth the other backends are
 // tested against. Rows are visited in block order, entries in row order.
 #include <type_traits>
+#include <vector>
 
 #include "../row_dot.hpp"
 #include "../spmv.hpp"
@@ -56,23 +57,44 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
   else rowwise_spmv(A, pattern, x, z, y);
 }
 
+// Visits the rows of all blocks in ascending row order (grouped blocks list
+// their rows in ascending order; a merge over at most kFormatCount blocks), so
+// y[col] accumulates in SeqAIJ's order and the transpose matches it bitwise.
+template <typename Fn> void for_each_row_in_order(const CompactCsr &A, Fn &&fn)
+{
+  std::vector<std::int64_t> next(A.blocks.size(), 0);
+  for (;;) {
+    std::size_t best = A.blocks.size();
+    std::int64_t best_row = 0;
+    for (std::size_t b = 0; b < A.blocks.size(); ++b) {
+      const RowBlock &block = A.blocks[b];
+      if (next[b] >= block.row_count()) continue;
+      const std::int64_t row = block.grouped() ? block.rows[next[b]] : block.row_begin + next[b];
+      if (best == A.blocks.size() || row < best_row) {
+        best     = b;
+        best_row = row;
+      }
+    }
+    if (best == A.blocks.size()) return;
+    fn(A.blocks[best], next[best]++, best_row);
+  }
+}
+
 template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> p, const double *x, const double *z, double *y)
 {
   for (std::int64_t j = 0; j < A.ncols; ++j) y[j] = z ? z[j] : 0.0;
-  // y[col] += a * x[row], rows in block order, entries in row order
-  for (const RowBlock &block : A.blocks) {
+  // y[col] += a * x[row], rows in ascending order, entries in row order
+  for_each_row_in_order(A, [&](const RowBlock &block, std::int64_t k, std::int64_t row) {
     dispatch_format(block.format, [&](auto tag) {
-      using S         = typename decltype(tag)::type;
-      const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
-      for (std::int64_t k = 0; k < block.row_count(); ++k) {
-        const std::int64_t row   = block.grouped() ? block.rows[k] : block.row_begin + k;
-        const std::int64_t start = p.rowptr[row], n = p.rowptr[row + 1] - start;
-        const std::int64_t off   = block.grouped() ? block.value_offsets[k] : start - block.value_base;
-        for (std::int64_t e = 0; e < n; ++e) y[p.cols[start + e]] += vals[off + e] * x[row];
-      }
+      using S                  = typename decltype(tag)::type;
+      const auto vals          = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+      const std::int64_t start = p.rowptr[row], n = p.rowptr[row + 1] - start;
+      const std::int64_t off   = block.grouped() ? block.value_offsets[k] : start - block.value_base;
+      for (std::int64_t e = 0; e < n; ++e) y[p.cols[start + e]] += vals[off + e] * x[row];
     });
-  }
+  });
+  // entry split: the fp32 part, then the fp64 part (Ahmad et al.'s two products)
   for (const SplitPart &part : A.split) {
     dispatch_format(part.format, [&](auto tag) {
       using S         = typename decltype(tag)::type;

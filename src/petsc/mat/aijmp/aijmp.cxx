@@ -12,13 +12,15 @@ namespace petscmp {
 static_assert(static_cast<int>(StorageMode::entrysplit) == MAT_AIJMP_ENTRYSPLIT, "storage enums must agree");
 static_assert(static_cast<int>(Format::fp11_4) == PETSCMP_FP11_4, "format enums must agree");
 
-PetscErrorCode AIJMPSetFromOptions(PetscOptionItems *PetscOptionsObject, AIJMPSettings &s)
+// A block of its own: inside MatSetFromOptions' block, PETSc's -help would not
+// show these once SeqAIJ has printed its section.
+PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
 {
   MatAIJMPStorage mode = static_cast<MatAIJMPStorage>(s.opts.mode);
   PetscBool flg;
 
   PetscFunctionBegin;
-  PetscOptionsHeadBegin(PetscOptionsObject, "AIJMP (compact-precision AIJ) options");
+  PetscOptionsBegin(PetscObjectComm((PetscObject)A), ((PetscObject)A)->prefix, "AIJMP (compact-precision AIJ) options", "Mat");
   PetscCall(PetscOptionsEnum("-mat_aijmp_storage", "How values are stored (products always compute in fp64)",
                              "MatAIJMPSetStorage", MatAIJMPStorages, (PetscEnum)mode, (PetscEnum *)&mode, &flg));
   if (flg) s.opts.mode = static_cast<StorageMode>(mode);
@@ -32,7 +34,7 @@ PetscErrorCode AIJMPSetFromOptions(PetscOptionItems *PetscOptionsObject, AIJMPSe
                              "MatAIJMPSetEntrySplitRange", s.opts.range, &s.opts.range, nullptr));
   PetscCall(PetscOptionsInt("-mat_aijmp_threads", "OpenMP threads per process for products (0: 1, or OMP_NUM_THREADS)",
                             "MatAIJMPSetNumThreads", s.nthreads, &s.nthreads, nullptr));
-  PetscOptionsHeadEnd();
+  PetscOptionsEnd();
   s.options_read = true;
   PetscFunctionReturn(0);
 }

@@ -63,7 +63,7 @@ struct MPIAIJMP {
 };
 
 // Options and settings (aijmp_options.cxx in spirit; shared by seq and MPI)
-PetscErrorCode AIJMPSetFromOptions(PetscOptionItems *items, AIJMPSettings &s);
+PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s);
 PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s);
 
 // seq

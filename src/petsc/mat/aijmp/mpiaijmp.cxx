@@ -213,7 +213,7 @@ PetscErrorCode MatSetFromOptions_MPIAIJMP(Mat A, PetscOptionItems *items)
 {
   PetscFunctionBegin;
   if (data_of(A)->setfromoptions) PetscCall(data_of(A)->setfromoptions(A, items));
-  PetscCall(AIJMPSetFromOptions(items, data_of(A)->settings));
+  PetscCall(AIJMPSetFromOptions(A, data_of(A)->settings));
   PetscCall(PetscObjectStateIncrease((PetscObject)A));
   PetscFunctionReturn(0);
 }
@@ -252,7 +252,9 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode restore_mpiaij(Mat A)
+// blocks_back: also make the blocks plain SEQAIJ again (not when destroying:
+// MatHeaderMerge destroys with the type name already cleared).
+PetscErrorCode restore_mpiaij(Mat A, bool blocks_back)
 {
   MPIAIJMP *d = data_of(A);
   Mat blocks[2];
@@ -269,7 +271,7 @@ PetscErrorCode restore_mpiaij(Mat A)
   PetscCall(compose_functions(A, false));
   delete d;
   A->spptr = nullptr;
-  if (A->preallocated) {
+  if (blocks_back && A->preallocated) {
     PetscCall(blocks_of(A, &blocks[0], &blocks[1]));
     for (Mat &b : blocks)
       if (b && b->spptr) PetscCall(MatConvert_SeqAIJMP_SeqAIJ_Fn(b, MATSEQAIJ, MAT_INPLACE_MATRIX, &b));
@@ -282,7 +284,7 @@ PetscErrorCode MatDestroy_MPIAIJMP(Mat A)
   PetscErrorCode (*destroy)(Mat) = data_of(A)->destroy;
 
   PetscFunctionBegin;
-  PetscCall(restore_mpiaij(A));
+  PetscCall(restore_mpiaij(A, false));
   PetscCall((*destroy)(A));
   PetscFunctionReturn(0);
 }
@@ -294,7 +296,7 @@ PetscErrorCode MatConvert_MPIAIJMP_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *n
   PetscFunctionBegin;
   if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
   else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
-  if (B->spptr) PetscCall(restore_mpiaij(B));
+  if (B->spptr) PetscCall(restore_mpiaij(B, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));
   *newmat = B;
   PetscFunctionReturn(0);

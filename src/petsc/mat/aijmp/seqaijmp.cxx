@@ -182,7 +182,7 @@ PetscErrorCode MatSetFromOptions_SeqAIJMP(Mat A, PetscOptionItems *items)
 {
   PetscFunctionBegin;
   if (data_of(A)->setfromoptions) PetscCall(data_of(A)->setfromoptions(A, items));
-  PetscCall(AIJMPSetFromOptions(items, data_of(A)->settings));
+  PetscCall(AIJMPSetFromOptions(A, data_of(A)->settings));
   PetscCall(SeqAIJMPInvalidate(A));
   PetscFunctionReturn(0);
 }

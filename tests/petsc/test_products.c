@@ -1,0 +1,257 @@
+static char help[] = "petscmp: MatMult, MatMultAdd, MatMultTranspose, MatMultTransposeAdd of MATAIJMP against MATAIJ.\n"
+                     "Lossless: bitwise equal (with and without inodes). Lossy modes: within the derived error bound,\n"
+                     "MatAIJMPGetInfo consistent. -mat_aijmp_threads 2: bitwise equal to 1 thread.\n"
+                     "  -M <rows> (default 192)\n"
+                     "  -test_bound_scale <s>: multiply the error bounds by s (s < 1: the checks must fail)\n\n";
+
+#include "petscmp_test.h"
+
+/* unit roundoff (rounding) or bound on the relative truncation error, per PetscMPFormat */
+static const double format_u[PETSCMP_NUM_FORMATS] = {0.0, 0x1p-24, 0x1p-11, 0x1p-8, 0x1p-20, 0x1p-4};
+
+typedef struct {
+  MatAIJMPStorage storage;
+  double          param, param2; /* tolerance; rowsplit range factor, row fraction (0: defaults) */
+  double          u;             /* widest u of the mode */
+  int             main_format;   /* a format that must hold nonzeros, -1: none required */
+  PetscBool       must_differ;   /* the mixed matrix has values this mode cannot store exactly */
+  const char     *name;
+} LossyCase;
+
+/* Runs the four products (plus MultAdd in place) on Amp and Aaij; in lossless mode compares bitwise,
+   else against the bound with unit roundoff u. */
+static PetscErrorCode CheckProducts(Mat Amp, Mat Aaij, PetscBool lossless, double u, const char *label, PetscInt *ndiffer)
+{
+  Vec      x, z, y1, y2, xt, zt, yt1, yt2;
+  char     what[256];
+  PetscInt nd, total = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreateVecs(Aaij, &xt, &x)); /* x: row layout (input of A^T), xt: column layout (input of A) */
+  PetscCall(VecDuplicate(x, &z));
+  PetscCall(VecDuplicate(x, &y1));
+  PetscCall(VecDuplicate(x, &y2));
+  PetscCall(VecDuplicate(xt, &zt));
+  PetscCall(VecDuplicate(xt, &yt1));
+  PetscCall(VecDuplicate(xt, &yt2));
+  PetscCall(TestVecFill(xt, 3));
+  PetscCall(TestVecFill(x, 4));
+  PetscCall(TestVecFill(z, 5));
+  PetscCall(TestVecFill(zt, 6));
+
+#define COMPARE(op, xin, zin, ya, yb, transpose) \
+  do { \
+    PetscCall(PetscSNPrintf(what, sizeof what, "%s %s", label, op)); \
+    if (lossless) PetscCall(TestCheckBitwise(ya, yb, what)); \
+    else { \
+      PetscCall(TestCheckBound(Aaij, transpose, xin, zin, ya, yb, u, what, &nd)); \
+      total += nd; \
+    } \
+  } while (0)
+
+  PetscCall(MatMult(Amp, xt, y1));
+  PetscCall(MatMult(Aaij, xt, y2));
+  COMPARE("MatMult", xt, NULL, y1, y2, PETSC_FALSE);
+
+  PetscCall(MatMultAdd(Amp, xt, z, y1));
+  PetscCall(MatMultAdd(Aaij, xt, z, y2));
+  COMPARE("MatMultAdd (z != y)", xt, z, y1, y2, PETSC_FALSE);
+
+  PetscCall(VecCopy(z, y1));
+  PetscCall(VecCopy(z, y2));
+  PetscCall(MatMultAdd(Amp, xt, y1, y1));
+  PetscCall(MatMultAdd(Aaij, xt, y2, y2));
+  COMPARE("MatMultAdd (z == y)", xt, z, y1, y2, PETSC_FALSE);
+
+  PetscCall(MatMultTranspose(Amp, x, yt1));
+  PetscCall(MatMultTranspose(Aaij, x, yt2));
+  COMPARE("MatMultTranspose", x, NULL, yt1, yt2, PETSC_TRUE);
+
+  PetscCall(MatMultTransposeAdd(Amp, x, zt, yt1));
+  PetscCall(MatMultTransposeAdd(Aaij, x, zt, yt2));
+  COMPARE("MatMultTransposeAdd (z != y)", x, zt, yt1, yt2, PETSC_TRUE);
+
+  PetscCall(VecCopy(zt, yt1));
+  PetscCall(VecCopy(zt, yt2));
+  PetscCall(MatMultTransposeAdd(Amp, x, yt1, yt1));
+  PetscCall(MatMultTransposeAdd(Aaij, x, yt2, yt2));
+  COMPARE("MatMultTransposeAdd (z == y)", x, zt, yt1, yt2, PETSC_TRUE);
+#undef COMPARE
+
+  /* a repeated product (the compact copy is reused) gives the same bits */
+  PetscCall(MatMult(Amp, xt, y1));
+  PetscCall(MatMult(Amp, xt, y2));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s repeated MatMult", label));
+  PetscCall(TestCheckBitwise(y1, y2, what));
+
+  if (ndiffer) *ndiffer = total;
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&z));
+  PetscCall(VecDestroy(&y1));
+  PetscCall(VecDestroy(&y2));
+  PetscCall(VecDestroy(&xt));
+  PetscCall(VecDestroy(&zt));
+  PetscCall(VecDestroy(&yt1));
+  PetscCall(VecDestroy(&yt2));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CheckInfo(Mat Amp, Mat Aaij, const LossyCase *lc, const char *label)
+{
+  MPI_Comm     comm = PetscObjectComm((PetscObject)Amp);
+  MatAIJMPInfo info;
+  MatInfo      minfo;
+  PetscInt     M, N;
+  PetscInt64   rows = 0, nnz = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatAIJMPGetInfo(Amp, &info));
+  PetscCall(MatGetInfo(Aaij, MAT_GLOBAL_SUM, &minfo));
+  PetscCall(MatGetSize(Amp, &M, &N));
+  for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) {
+    rows += info.rows[f];
+    nnz += info.nnz[f];
+    const double bound = lc ? (lc->storage == MAT_AIJMP_TOLERANCE ? PetscMin(format_u[f], lc->param) : format_u[f]) : 0.0;
+    TEST_CHECK(comm, info.max_rel_error[f] <= bound, "%s: max_rel_error[%s] = %g exceeds %g", label, PetscMPFormats[f], (double)info.max_rel_error[f], bound);
+    TEST_CHECK(comm, info.max_rel_error[f] >= 0 && info.rows[f] >= 0 && info.nnz[f] >= 0, "%s: negative info for %s", label, PetscMPFormats[f]);
+  }
+  TEST_CHECK(comm, nnz == (PetscInt64)minfo.nz_used, "%s: info nonzeros sum to %" PetscInt64_FMT ", the matrix has %.0f", label, nnz, minfo.nz_used);
+  if (!lc || lc->storage != MAT_AIJMP_ENTRYSPLIT) TEST_CHECK(comm, rows == (PetscInt64)M, "%s: info rows sum to %" PetscInt64_FMT ", the matrix has %" PetscInt_FMT, label, rows, M);
+  TEST_CHECK(comm, info.lossy == (lc ? PETSC_TRUE : PETSC_FALSE), "%s: info.lossy = %d", label, (int)info.lossy);
+  TEST_CHECK(comm, info.bytes > 0 && info.aij_bytes > 0, "%s: bytes %g aij_bytes %g", label, (double)info.bytes, (double)info.aij_bytes);
+  if (!lc) {
+    /* the mixed matrix has rows needing each of fp16, bf16, fp32, fp64 */
+    const int need[4] = {PETSCMP_FP16, PETSCMP_BF16, PETSCMP_FP32, PETSCMP_FP64};
+    for (int k = 0; k < 4; k++) TEST_CHECK(comm, info.rows[need[k]] > 0 && info.nnz[need[k]] > 0, "%s: lossless stored no row in %s", label, PetscMPFormats[need[k]]);
+    TEST_CHECK(comm, info.rows[PETSCMP_FP11_20] == 0 && info.rows[PETSCMP_FP11_4] == 0, "%s: lossless used a truncated format", label);
+    if (PetscGlobalSize == 1) TEST_CHECK(comm, info.bytes < info.aij_bytes, "%s: lossless reads %g bytes, AIJ %g", label, (double)info.bytes, (double)info.aij_bytes);
+  } else if (lc->main_format >= 0) {
+    TEST_CHECK(comm, info.nnz[lc->main_format] > 0, "%s: no nonzero stored in %s", label, PetscMPFormats[lc->main_format]);
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CheckInodes(Mat A, PetscBool expect, const char *label)
+{
+  Mat       Ad, Ao;
+  PetscInt  nodes = 0, *sizes = NULL, limit = 0, m, sum = 0, maxsize = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(TestLocalBlocks(A, &Ad, &Ao));
+  PetscCall(MatGetLocalSize(Ad, &m, NULL));
+  PetscCall(MatInodeGetInodeSizes(Ad, &nodes, &sizes, &limit));
+  if (sizes)
+    for (PetscInt k = 0; k < nodes; k++) {
+      sum += sizes[k];
+      maxsize = PetscMax(maxsize, sizes[k]);
+    }
+  if (expect) TEST_CHECK(PetscObjectComm((PetscObject)A), sizes && nodes > 0 && sum == m && maxsize >= 3, "%s: expected inodes, got %" PetscInt_FMT " nodes (max size %" PetscInt_FMT ")", label, nodes, maxsize);
+  else TEST_CHECK(PetscObjectComm((PetscObject)A), !sizes || nodes == 0, "%s: expected no inodes, got %" PetscInt_FMT " nodes", label, nodes);
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  PetscMPIInt size;
+  PetscInt    M = 192;
+  TestMatOpts o;
+  char        label[128];
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscMPInitializePackage());
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-M", &M, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-test_bound_scale", &g_bound_scale, NULL));
+
+  const LossyCase cases[] = {
+    {MAT_AIJMP_FP32, 0, 0, 0x1p-24, PETSCMP_FP32, PETSC_TRUE, "fp32"},
+    {MAT_AIJMP_FP16, 0, 0, 0x1p-11, PETSCMP_FP16, PETSC_TRUE, "fp16"},
+    {MAT_AIJMP_BF16, 0, 0, 0x1p-8, PETSCMP_BF16, PETSC_TRUE, "bf16"},
+    {MAT_AIJMP_FP11_20, 0, 0, 0x1p-20, PETSCMP_FP11_20, PETSC_TRUE, "fp11_20"},
+    {MAT_AIJMP_FP11_4, 0, 0, 0x1p-4, PETSCMP_FP11_4, PETSC_TRUE, "fp11_4"},
+    {MAT_AIJMP_TOLERANCE, 1e-3, 0, 1e-3, -1, PETSC_TRUE, "tolerance 1e-3"},
+    {MAT_AIJMP_TOLERANCE, 1e-6, 0, 1e-6, -1, PETSC_TRUE, "tolerance 1e-6"},
+    {MAT_AIJMP_ROWSPLIT, 0, 0, 0x1p-24, -1, PETSC_FALSE, "rowsplit (defaults)"},
+    {MAT_AIJMP_ROWSPLIT, 1e3, 0.5, 0x1p-24, PETSCMP_FP32, PETSC_TRUE, "rowsplit (1e3, 0.5)"},
+    {MAT_AIJMP_ENTRYSPLIT, 0, 0, 0x1p-24, PETSCMP_FP32, PETSC_TRUE, "entrysplit"},
+  };
+
+  /* inode and no-inode matrices; row formats changing in runs and at random */
+  for (int variant = 0; variant < 4; variant++) {
+    Mat       Amp, Aaij;
+    const int inode = variant % 2 == 0, runs = variant >= 2;
+
+    TestMatOptsDefault(&o, M);
+    o.inode     = inode ? PETSC_TRUE : PETSC_FALSE;
+    o.valuekind = runs ? VAL_RUNS : VAL_MIXED;
+    PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, &o, &Aaij));
+    PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, &o, &Amp));
+    PetscCall(TestCheckType(Amp, size == 1 ? MATSEQAIJMP : MATMPIAIJMP, "MatSetType(MATAIJMP)"));
+    PetscCall(TestCheckType(Aaij, size == 1 ? MATSEQAIJ : MATMPIAIJ, "MatSetType(MATAIJ)"));
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s", inode ? "inode matrix" : "no-inode matrix"));
+    PetscCall(CheckInodes(Aaij, o.inode, label));
+    PetscCall(CheckInodes(Amp, o.inode, label));
+
+    /* lossless (the default) */
+    MatAIJMPStorage st;
+    PetscCall(MatAIJMPGetStorage(Amp, &st));
+    TEST_CHECK(PETSC_COMM_WORLD, st == MAT_AIJMP_LOSSLESS, "default storage is %s", MatAIJMPStorages[st]);
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s lossless", inode ? (runs ? "inode/runs" : "inode/mixed") : (runs ? "no-inode/runs" : "no-inode/mixed")));
+    PetscCall(CheckProducts(Amp, Aaij, PETSC_TRUE, 0, label, NULL));
+    PetscCall(CheckInfo(Amp, Aaij, NULL, label));
+
+    /* threads: lossless with 2 threads is still AIJ's result bit for bit (each row is summed by one
+       thread); the transposed products may sum in another order: fp64 reordering bound (u = 0) */
+    PetscCall(MatAIJMPSetNumThreads(Amp, 2));
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s lossless, 2 threads", inode ? (runs ? "inode/runs" : "inode/mixed") : (runs ? "no-inode/runs" : "no-inode/mixed")));
+    {
+      Vec x, y1, y2, z;
+      PetscCall(MatCreateVecs(Aaij, &x, &y1));
+      PetscCall(VecDuplicate(y1, &y2));
+      PetscCall(VecDuplicate(y1, &z));
+      PetscCall(TestVecFill(x, 3));
+      PetscCall(TestVecFill(z, 5));
+      PetscCall(MatMult(Amp, x, y1));
+      PetscCall(MatMult(Aaij, x, y2));
+      PetscCall(TestCheckBitwise(y1, y2, "MatMult with 2 threads"));
+      PetscCall(MatMultAdd(Amp, x, z, y1));
+      PetscCall(MatMultAdd(Aaij, x, z, y2));
+      PetscCall(TestCheckBitwise(y1, y2, "MatMultAdd with 2 threads"));
+      PetscCall(VecDestroy(&x));
+      PetscCall(VecDestroy(&y1));
+      PetscCall(VecDestroy(&y2));
+      PetscCall(VecDestroy(&z));
+    }
+    PetscCall(CheckProducts(Amp, Aaij, PETSC_FALSE, 0.0, label, NULL));
+    PetscCall(MatAIJMPSetNumThreads(Amp, 1));
+
+    /* lossy modes */
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      const LossyCase *lc = &cases[c];
+      PetscInt         ndiffer;
+
+      PetscCall(MatAIJMPSetStorage(Amp, lc->storage));
+      if (lc->storage == MAT_AIJMP_TOLERANCE) PetscCall(MatAIJMPSetTolerance(Amp, lc->param));
+      if (lc->storage == MAT_AIJMP_ROWSPLIT) PetscCall(MatAIJMPSetRowSplit(Amp, lc->param > 0 ? lc->param : 0.1, lc->param > 0 ? lc->param2 : 0.99));
+      PetscCall(MatAIJMPGetStorage(Amp, &st));
+      TEST_CHECK(PETSC_COMM_WORLD, st == lc->storage, "MatAIJMPGetStorage returned %s after setting %s", MatAIJMPStorages[st], lc->name);
+      PetscCall(PetscSNPrintf(label, sizeof label, "%s %s", inode ? (runs ? "inode/runs" : "inode/mixed") : (runs ? "no-inode/runs" : "no-inode/mixed"), lc->name));
+      PetscCall(CheckProducts(Amp, Aaij, PETSC_FALSE, lc->u, label, &ndiffer));
+      PetscCall(CheckInfo(Amp, Aaij, lc, label));
+      if (lc->must_differ) TEST_CHECK(PETSC_COMM_WORLD, ndiffer > 0, "%s: every product equals AIJ's bitwise; the storage mode seems not applied", label);
+    }
+
+    /* back to lossless: bitwise again (the lossy copy is not kept) */
+    PetscCall(MatAIJMPSetStorage(Amp, MAT_AIJMP_LOSSLESS));
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s lossless again", inode ? (runs ? "inode/runs" : "inode/mixed") : (runs ? "no-inode/runs" : "no-inode/mixed")));
+    PetscCall(CheckProducts(Amp, Aaij, PETSC_TRUE, 0, label, NULL));
+    PetscCall(CheckInfo(Amp, Aaij, NULL, label));
+
+    PetscCall(MatDestroy(&Amp));
+    PetscCall(MatDestroy(&Aaij));
+  }
+
+  int rc = TestFinish();
+  PetscCall(PetscFinalize());
+  return rc;
+}
