@@ -117,7 +117,16 @@ int main(int argc, char **argv)
     TEST_CHECK(PETSC_COMM_WORLD, reason_aij > 0 && reason_mp > 0, "pc %s: not converged (aij %d, aijmp %d)", pcs[k], (int)reason_aij, (int)reason_mp);
     TEST_CHECK(PETSC_COMM_WORLD, its_aij == its_mp, "pc %s: %" PetscInt_FMT " iterations with aij, %" PetscInt_FMT " with aijmp", pcs[k], its_aij, its_mp);
     PetscCall(PetscSNPrintf(what, sizeof what, "pc %s: solution", pcs[k]));
-    PetscCall(TestCheckBitwise(x1, x2, what));
+    PetscCall(PetscStrcmp(pcs[k], PCLU, &flg));
+    if (flg && size > 1) {
+      /* parallel MUMPS is not deterministic from run to run, even with plain AIJ: both solutions
+         meet rtol 1e-10, so they agree to about 1e-10 relative (times the condition, small here) */
+      PetscReal dn, xn;
+      PetscCall(VecWAXPY(r, -1.0, x1, x2));
+      PetscCall(VecNorm(r, NORM_2, &dn));
+      PetscCall(VecNorm(x1, NORM_2, &xn));
+      TEST_CHECK(PETSC_COMM_WORLD, dn <= 1e-8 * xn, "%s: aij and aijmp solutions differ by %g relative", what, (double)(dn / xn));
+    } else PetscCall(TestCheckBitwise(x1, x2, what));
   }
 
   /* lossy: fp32 storage, CG + Jacobi converges; the residual against the assembled operator is small */
