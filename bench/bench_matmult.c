@@ -1,0 +1,502 @@
+static char help[] = "Memory-bound MatMult benchmark: PETSc AIJ, PETSc SELL and every aijmp storage mode, timed alternately\n"
+                     "in one run, against the STREAM triad bandwidth measured by the same processes.\n"
+                     "  -n7 <int>          7-point Laplacian on an n^3 grid (default 260: 17.6M rows, >= 1.5 GB of AIJ; 0 skips)\n"
+                     "  -n27 <int>         27-point random operator on an n^3 grid (default 167: >= 1.5 GB of AIJ; 0 skips)\n"
+                     "  -f <file>          also a matrix from a PETSc binary file (MatLoad)\n"
+                     "  -reps <int>        timed products per variant and mode (default 7)\n"
+                     "  -sell <bool>       include PETSc SELL (default true)\n"
+                     "  -tolerance <real>  bound of the tolerance mode (default 1e-3)\n"
+                     "  -modes <m1,m2,..>  the aijmp modes to time, in order, repeats allowed (default: all nine)\n"
+                     "  -seed <int>        PetscRandom seed of the 27-point values (default 4242)\n"
+                     "  -stream_mib <int>  MiB per STREAM array, all ranks together (default 512)\n"
+                     "  -stream_reps <int> STREAM triad repetitions, best taken (default 5)\n\n";
+
+#include <petscmat.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "petscmp.h"
+
+#define MAXMODES 32
+/* the aijmp modes timed, in order (-modes overrides) */
+static PetscInt        nmodes               = 9;
+static MatAIJMPStorage modes[MAXMODES] = {MAT_AIJMP_LOSSLESS, MAT_AIJMP_FP32,      MAT_AIJMP_FP16,
+                                              MAT_AIJMP_BF16,     MAT_AIJMP_FP11_20,   MAT_AIJMP_FP11_4,
+                                              MAT_AIJMP_TOLERANCE, MAT_AIJMP_ROWSPLIT, MAT_AIJMP_ENTRYSPLIT};
+
+typedef struct {
+  char         name[32];
+  double       ms;      /* median of the timed products */
+  double       min_ms;  /* fastest of them (a noise indicator) */
+  double       aij_ms;  /* median of the AIJ products alternated with them (same block) */
+  double       bytes;   /* matrix bytes a product reads (values + indices), without x and y */
+  double       relerr;  /* ||y - y_aij||_2 / ||y_aij||_2 */
+  double       build_s; /* aijmp: time to build the compact copy; < 0: not applicable */
+  PetscBool    has_info;
+  MatAIJMPInfo info;
+} Row;
+
+static int cmp_double(const void *a, const void *b)
+{
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double minimum(const double *v, PetscInt n)
+{
+  double m = n > 0 ? v[0] : 0.0;
+  for (PetscInt i = 1; i < n; i++) m = PetscMin(m, v[i]);
+  return m;
+}
+
+static double median(const double *v, PetscInt n)
+{
+  double *w, m;
+  if (n <= 0) return 0.0;
+  w = (double *)malloc((size_t)n * sizeof(double));
+  if (!w) return 0.0;
+  memcpy(w, v, (size_t)n * sizeof(double));
+  qsort(w, (size_t)n, sizeof(double), cmp_double);
+  m = (n % 2) ? w[n / 2] : 0.5 * (w[n / 2 - 1] + w[n / 2]);
+  free(w);
+  return m;
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* STREAM triad, all ranks at once                                                                             */
+
+static void triad(PetscInt n, double *restrict a, const double *restrict b, const double *restrict c, double s)
+{
+  for (PetscInt i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+}
+
+static PetscErrorCode StreamTriad(MPI_Comm comm, PetscInt mib, PetscInt reps, double *gbs, PetscInt64 *elements)
+{
+  PetscMPIInt size, rank;
+  PetscInt64  total = (PetscInt64)mib * 1024 * 1024 / 8;
+  PetscInt    n;
+  double     *a, *b, *c, best = PETSC_MAX_REAL, s = 3.0;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  n = (PetscInt)(total / size + (rank < total % size ? 1 : 0));
+  PetscCall(PetscMalloc1(n, &a));
+  PetscCall(PetscMalloc1(n, &b));
+  PetscCall(PetscMalloc1(n, &c));
+  for (PetscInt i = 0; i < n; i++) { /* first touch by the rank that uses them */
+    a[i] = 0.0;
+    b[i] = 1.0;
+    c[i] = 2.0;
+  }
+  for (PetscInt r = 0; r < reps; r++) {
+    double t;
+    PetscCallMPI(MPI_Barrier(comm));
+    t = MPI_Wtime();
+    triad(n, a, b, c, s);
+    PetscCallMPI(MPI_Barrier(comm));
+    t = MPI_Wtime() - t;
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm));
+    best = PetscMin(best, t);
+  }
+  PetscCheck(n == 0 || (a[0] == 7.0 && a[n - 1] == 7.0), PETSC_COMM_SELF, PETSC_ERR_PLIB, "STREAM triad produced a wrong result");
+  PetscCall(PetscFree(a));
+  PetscCall(PetscFree(b));
+  PetscCall(PetscFree(c));
+  *elements = total;
+  *gbs      = 24.0 * (double)total / best / 1e9;
+  PetscFunctionReturn(0);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Matrices                                                                                                    */
+
+/* The 7-point Laplacian (6 on the diagonal, -1 off it) or a 27-point operator with values uniform in [-1, 1]
+   off the diagonal and 27 + uniform[-1, 1] on it, on an n^3 grid in lexicographic order, rows split in
+   contiguous blocks. The random values are drawn row after row from one PetscRandom stream, each rank skipping
+   the rows before its own: the matrix is the same for any number of ranks. */
+static PetscErrorCode BuildStencil(MPI_Comm comm, PetscInt n, PetscBool full27, PetscInt64 seed, Mat *A)
+{
+  const PetscInt64 N64 = (PetscInt64)n * n * n;
+  PetscInt         N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[27];
+  PetscScalar      v[27];
+  PetscRandom      rnd = NULL;
+  PetscMPIInt      size;
+
+  PetscFunctionBeginUser;
+  PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
+  PetscCheck(N64 * (full27 ? 27 : 7) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
+  N = (PetscInt)N64;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(PetscSplitOwnership(comm, &m, &N));
+  PetscCallMPI(MPI_Scan(&m, &rstart, 1, MPIU_INT, MPI_SUM, comm));
+  rstart -= m;
+  const PetscInt rend = rstart + m;
+
+  /* exact preallocation */
+  PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
+  for (PetscInt row = rstart; row < rend; row++) {
+    const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
+    PetscInt       d = 0, o = 0;
+    for (PetscInt dk = -1; dk <= 1; dk++)
+      for (PetscInt dj = -1; dj <= 1; dj++)
+        for (PetscInt di = -1; di <= 1; di++) {
+          if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
+          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
+          const PetscInt col = row + dk * n * n + dj * n + di;
+          if (col >= rstart && col < rend) d++;
+          else o++;
+        }
+    d_nnz[row - rstart] = d;
+    o_nnz[row - rstart] = o;
+  }
+  PetscCall(MatCreate(comm, A));
+  PetscCall(MatSetSizes(*A, m, m, N, N));
+  PetscCall(MatSetType(*A, MATAIJ));
+  PetscCall(MatSeqAIJSetPreallocation(*A, 0, d_nnz));
+  PetscCall(MatMPIAIJSetPreallocation(*A, 0, d_nnz, 0, o_nnz));
+  PetscCall(MatSetOption(*A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscCall(MatSetOption(*A, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
+  if (size == 1) PetscCall(MatSetOption(*A, MAT_SORTED_FULL, PETSC_TRUE));
+  PetscCall(PetscFree2(d_nnz, o_nnz));
+
+  if (full27) {
+    PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+    PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
+    PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
+    PetscCall(PetscRandomSetSeed(rnd, (unsigned long)seed));
+    PetscCall(PetscRandomSeed(rnd));
+  }
+  for (PetscInt row = (full27 ? 0 : rstart); row < rend; row++) {
+    const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
+    PetscInt       nc = 0, diag = -1;
+    for (PetscInt dk = -1; dk <= 1; dk++)
+      for (PetscInt dj = -1; dj <= 1; dj++)
+        for (PetscInt di = -1; di <= 1; di++) {
+          if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
+          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
+          if (!di && !dj && !dk) diag = nc;
+          cols[nc++] = row + dk * n * n + dj * n + di; /* ascending */
+        }
+    if (full27) {
+      PetscCall(PetscRandomGetValuesReal(rnd, nc, v));
+      if (row < rstart) continue; /* another rank's row: its values are drawn to keep the stream aligned */
+      v[diag] += 27.0;
+    } else {
+      for (PetscInt c = 0; c < nc; c++) v[c] = -1.0;
+      v[diag] = 6.0;
+    }
+    PetscCall(MatSetValues(*A, 1, &row, nc, cols, v, INSERT_VALUES));
+  }
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* x_g: a deterministic function of the global index g, in [0.5, 1.5), the same for any number of ranks */
+static PetscErrorCode FillX(Vec x)
+{
+  PetscInt     lo, hi;
+  PetscScalar *xa;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetOwnershipRange(x, &lo, &hi));
+  PetscCall(VecGetArrayWrite(x, &xa));
+  for (PetscInt g = lo; g < hi; g++) {
+    uint64_t z = (uint64_t)g + 0x9e3779b97f4a7c15ULL; /* splitmix64 */
+    z          = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z          = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z          = z ^ (z >> 31);
+    xa[g - lo] = 0.5 + (double)(z >> 11) * (1.0 / 9007199254740992.0);
+  }
+  PetscCall(VecRestoreArrayWrite(x, &xa));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TimeMult(Mat A, Vec x, Vec y, double *t)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)A);
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Barrier(comm));
+  *t = MPI_Wtime();
+  PetscCall(MatMult(A, x, y));
+  PetscCallMPI(MPI_Barrier(comm));
+  *t = MPI_Wtime() - *t;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode RelErr(Vec y, Vec yref, PetscReal refnorm, Vec work, double *err)
+{
+  PetscReal nrm;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecWAXPY(work, -1.0, yref, y));
+  PetscCall(VecNorm(work, NORM_2, &nrm));
+  *err = refnorm > 0 ? (double)(nrm / refnorm) : (double)nrm;
+  PetscFunctionReturn(0);
+}
+
+static void FormatMix(const MatAIJMPInfo *info, char *buf, size_t len)
+{
+  PetscInt64 rows = 0;
+  size_t     used = 0;
+  for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) rows += info->rows[f];
+  buf[0] = 0;
+  for (int f = 0; f < PETSCMP_NUM_FORMATS && used < len; f++) {
+    if (!info->rows[f] && !info->nnz[f]) continue;
+    int w = snprintf(buf + used, len - used, "%s%s %" PetscInt64_FMT " rows (%.1f%%), max rel. change %.2e", used ? "; " : "", PetscMPFormats[f],
+                     info->rows[f], rows ? 100.0 * (double)info->rows[f] / (double)rows : 0.0, (double)info->max_rel_error[f]);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* One matrix: AIJ, SELL and every aijmp mode, alternated                                                      */
+
+static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, PetscBool use_sell, PetscReal tol, double triad_gbs)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)A);
+  PetscInt    M, N;
+  PetscInt64  nnz;
+  MatInfo     minfo;
+  Vec         x, y, yref, work;
+  PetscReal   refnorm;
+  Mat         S = NULL, P = NULL;
+  Row         rows[2 + MAXMODES];
+  double     *aij_all, *sell_all, *aij_blk, *sell_blk, *mode_blk, t, vec_bytes, convert_s[2] = {0, 0};
+  PetscInt    nall = 0;
+  MatAIJMPInfo lossless_info;
+  PetscBool   have_lossless = PETSC_FALSE;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMemzero(rows, sizeof(rows)));
+  PetscCall(MatGetSize(A, &M, &N));
+  PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &minfo));
+  nnz       = (PetscInt64)minfo.nz_used;
+  vec_bytes = 8.0 * ((double)M + (double)N);
+  PetscCall(PetscPrintf(comm, "\n=== %s: %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt64_FMT " nonzeros (%.2f per row), AIJ matrix data %.3f GB ===\n", title, M, N, nnz,
+                        (double)nnz / (double)M, ((double)nnz * (8 + sizeof(PetscInt)) + ((double)M + 1) * sizeof(PetscInt)) / 1e9));
+
+  PetscCall(MatCreateVecs(A, &x, &yref));
+  PetscCall(VecDuplicate(yref, &y));
+  PetscCall(VecDuplicate(yref, &work));
+  PetscCall(FillX(x));
+  PetscCall(MatMult(A, x, yref)); /* the reference product, also the warm-up of AIJ */
+  PetscCall(VecNorm(yref, NORM_2, &refnorm));
+
+  PetscCall(PetscStrcpy(rows[0].name, "PETSc AIJ"));
+  rows[0].bytes   = (double)nnz * (8 + sizeof(PetscInt)) + ((double)M + 1) * sizeof(PetscInt);
+  rows[0].build_s = -1;
+  if (use_sell) {
+    MatInfo     sinfo;
+    PetscMPIInt size;
+    PetscInt    m;
+    PetscCallMPI(MPI_Comm_size(comm, &size));
+    PetscCallMPI(MPI_Barrier(comm));
+    t = MPI_Wtime();
+    PetscCall(MatConvert(A, MATSELL, MAT_INITIAL_MATRIX, &S));
+    PetscCallMPI(MPI_Barrier(comm));
+    convert_s[0] = MPI_Wtime() - t;
+    PetscCall(MatGetInfo(S, MAT_GLOBAL_SUM, &sinfo));
+    PetscCall(MatGetLocalSize(S, &m, NULL));
+    /* slice pointers: one per slice of 8 rows (+1), per block (2 blocks per rank for MPI) */
+    double slices = (double)((m + 7) / 8 + 1) * (size > 1 ? 2 : 1);
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &slices, 1, MPI_DOUBLE, MPI_SUM, comm));
+    PetscCall(PetscStrcpy(rows[1].name, "PETSc SELL"));
+    rows[1].bytes   = sinfo.nz_used * (8 + sizeof(PetscInt)) + slices * sizeof(PetscInt);
+    rows[1].build_s = convert_s[0];
+    PetscCall(MatMult(S, x, y)); /* warm-up */
+    PetscCall(RelErr(y, yref, refnorm, work, &rows[1].relerr));
+  }
+  PetscCallMPI(MPI_Barrier(comm));
+  t = MPI_Wtime();
+  PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &P));
+  PetscCallMPI(MPI_Barrier(comm));
+  convert_s[1] = MPI_Wtime() - t;
+
+  PetscCall(PetscMalloc5(nmodes * reps, &aij_all, nmodes * reps, &sell_all, reps, &aij_blk, reps, &sell_blk, reps, &mode_blk));
+  for (PetscInt mi = 0; mi < nmodes; mi++) {
+    Row *row = &rows[2 + mi];
+    PetscCall(PetscSNPrintf(row->name, sizeof(row->name), "aijmp %s", MatAIJMPStorages[modes[mi]]));
+    PetscCall(MatAIJMPSetStorage(P, modes[mi]));
+    if (modes[mi] == MAT_AIJMP_TOLERANCE) PetscCall(MatAIJMPSetTolerance(P, tol));
+    /* MatAIJMPGetInfo builds the compact copy for the new mode: that is the build time */
+    PetscCallMPI(MPI_Barrier(comm));
+    t = MPI_Wtime();
+    PetscCall(MatAIJMPGetInfo(P, &row->info));
+    PetscCallMPI(MPI_Barrier(comm));
+    row->build_s  = MPI_Wtime() - t;
+    row->has_info = PETSC_TRUE;
+    row->bytes    = row->info.bytes;
+    if (modes[mi] == MAT_AIJMP_LOSSLESS) {
+      lossless_info = row->info;
+      have_lossless = PETSC_TRUE;
+    }
+    PetscCall(MatMult(P, x, y)); /* warm-up, untimed */
+    for (PetscInt r = 0; r < reps; r++) {
+      /* alternate AIJ, SELL and the mode, rotating which goes first */
+      for (int s = 0; s < 3; s++) {
+        const int v = (int)((s + r) % 3);
+        if (v == 0) {
+          PetscCall(TimeMult(A, x, work, &t));
+          aij_blk[r] = aij_all[nall + r] = t;
+        } else if (v == 1) {
+          if (!S) continue;
+          PetscCall(TimeMult(S, x, work, &t));
+          sell_blk[r] = sell_all[nall + r] = t;
+        } else {
+          PetscCall(TimeMult(P, x, y, &t));
+          mode_blk[r] = t;
+        }
+      }
+    }
+    nall += reps;
+    row->ms     = 1e3 * median(mode_blk, reps);
+    row->min_ms = 1e3 * minimum(mode_blk, reps);
+    row->aij_ms = 1e3 * median(aij_blk, reps);
+    PetscCall(RelErr(y, yref, refnorm, work, &row->relerr));
+  }
+  rows[0].ms = rows[0].aij_ms = 1e3 * median(aij_all, nall);
+  rows[0].min_ms               = 1e3 * minimum(aij_all, nall);
+  if (S) {
+    rows[1].ms     = 1e3 * median(sell_all, nall);
+    rows[1].min_ms = 1e3 * minimum(sell_all, nall);
+    rows[1].aij_ms = rows[0].ms;
+  }
+
+  PetscCall(PetscPrintf(comm, "conversion: MatConvert to SELL %.2f s, to aijmp %.2f s (a copy of the AIJ data; compact copies are built per mode, column 'build s')\n",
+                        convert_s[0], convert_s[1]));
+  PetscCall(PetscPrintf(comm, "%-18s %9s %8s %8s %9s %10s %11s %8s %9s %9s\n", "variant", "ms(med)", "GB/s", "%triad", "speedup", "bytes/nnz", "rel.err", "build s",
+                        "AIJ ms", "ms(min)"));
+  for (PetscInt k = 0; k < 2 + nmodes; k++) {
+    const Row   *row = &rows[k];
+    char         build[16];
+    if (k == 1 && !S) continue;
+    const double gbs = (row->bytes + vec_bytes) / (row->ms * 1e-3) / 1e9;
+    if (row->build_s >= 0) PetscCall(PetscSNPrintf(build, sizeof(build), "%.2f", row->build_s));
+    else PetscCall(PetscStrcpy(build, "-"));
+    PetscCall(PetscPrintf(comm, "%-18s %9.2f %8.2f %7.1f%% %8.2fx %10.2f %11.3e %8s %9.2f %9.2f\n", row->name, row->ms, gbs, 100.0 * gbs / triad_gbs, row->aij_ms / row->ms,
+                          row->bytes / (double)nnz, row->relerr, build, row->aij_ms, row->min_ms));
+  }
+  PetscCall(PetscPrintf(comm, "format mix per mode (rows per storage format, largest relative change of a stored value):\n"));
+  for (PetscInt mi = 0; mi < nmodes; mi++) {
+    char mix[512];
+    FormatMix(&rows[2 + mi].info, mix, sizeof(mix));
+    PetscCall(PetscPrintf(comm, "  %-12s %s\n", MatAIJMPStorages[modes[mi]], mix));
+  }
+  if (have_lossless) {
+    PetscInt64 total = 0;
+    PetscCall(PetscPrintf(comm, "%s: lossless format histogram (rows):", title));
+    for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) total += lossless_info.rows[f];
+    for (int f = 0; f < PETSCMP_NUM_FORMATS; f++)
+      PetscCall(PetscPrintf(comm, " %s %" PetscInt64_FMT " (%.1f%%)", PetscMPFormats[f], lossless_info.rows[f],
+                            total ? 100.0 * (double)lossless_info.rows[f] / (double)total : 0.0));
+    PetscCall(PetscPrintf(comm, "\n"));
+  }
+
+  PetscCall(PetscFree5(aij_all, sell_all, aij_blk, sell_blk, mode_blk));
+  PetscCall(MatDestroy(&P));
+  PetscCall(MatDestroy(&S));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&yref));
+  PetscCall(VecDestroy(&work));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  PetscInt    n7 = 260, n27 = 167, reps = 7, stream_mib = 512, stream_reps = 5, seed = 4242;
+  PetscReal   tol = 1e-3;
+  PetscBool   use_sell = PETSC_TRUE, has_file;
+  char        file[PETSC_MAX_PATH_LEN];
+  PetscMPIInt size;
+  double      triad_gbs = 0, t;
+  PetscInt64  triad_elems = 0;
+  Mat         A;
+  const char *omp;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscMPInitializePackage());
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n7", &n7, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n27", &n27, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-reps", &reps, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_mib", &stream_mib, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_reps", &stream_reps, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-seed", &seed, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-tolerance", &tol, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-sell", &use_sell, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-f", file, sizeof(file), &has_file));
+  {
+    PetscInt  n = MAXMODES;
+    PetscBool set;
+    PetscCall(PetscOptionsGetEnumArray(NULL, NULL, "-modes", MatAIJMPStorages, (PetscEnum *)modes, &n, &set));
+    if (set) nmodes = n;
+  }
+  PetscCheck(reps >= 1 && stream_reps >= 1 && stream_mib >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps, -stream_reps and -stream_mib must be positive");
+
+  omp = getenv("OMP_NUM_THREADS");
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "petscmp MatMult benchmark: %d MPI rank(s), sizeof(PetscInt) = %d, OMP_NUM_THREADS %s (aijmp threads per rank: %s)\n", size,
+                        (int)sizeof(PetscInt), omp ? omp : "unset", omp ? "OMP_NUM_THREADS" : "1"));
+
+  PetscCall(StreamTriad(PETSC_COMM_WORLD, stream_mib, stream_reps, &triad_gbs, &triad_elems));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                        "STREAM triad a[i] = b[i] + s*c[i]: 3 arrays of %" PetscInt_FMT " MiB (%.2f GB in all) split among the %d rank(s), all at once, best of %" PetscInt_FMT ":\n"
+                        "  %.2f GB/s aggregate, counting 24 bytes per element (read b, read c, write a). The write-allocate read of a[]\n"
+                        "  is not counted, so the memory system really moved up to 4/3 of that (32 bytes per element).\n",
+                        stream_mib, 3.0 * 8.0 * (double)triad_elems / 1e9, size, stream_reps, triad_gbs));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                        "MatMult y = A x, fp64 arithmetic in every variant. Each aijmp mode is a block: set the mode, build its compact copy\n"
+                        "  (timed: 'build s'), one untimed product, then %" PetscInt_FMT " rounds of {AIJ, SELL, the mode} in rotating order, each product\n"
+                        "  timed alone between MPI_Barriers. 'ms(med)' is the median; 'speedup' = median(AIJ) / median(variant) from the\n"
+                        "  same block ('AIJ ms'); the AIJ and SELL rows pool their samples of all blocks. 'ms(min)': the fastest\n"
+                        "  sample (noise shows as a median far above it).\n"
+                        "Bytes a product must move (values + indices of the matrix, plus x and y once, 8*(rows+cols)):\n"
+                        "  AIJ:   nnz*(8+sizeof(PetscInt)) + (rows+1)*sizeof(PetscInt) + 8*(rows+cols)\n"
+                        "  SELL:  nz_used*(8+sizeof(PetscInt)) from MatGetInfo (slices of 8 rows, padding included) + slice pointers + 8*(rows+cols)\n"
+                        "  aijmp: MatAIJMPInfo.bytes (compact values + the indices it reads) + 8*(rows+cols)\n"
+                        "  GB/s = bytes / median time; %%triad = GB/s / STREAM triad; bytes/nnz = matrix bytes (no x, y) / nnz;\n"
+                        "  rel.err = ||y - y_aij||_2 / ||y_aij||_2 against the AIJ product. With MPI the x halo exchange and the off-diagonal\n"
+                        "  block's row pointers are not counted.\n",
+                        reps));
+
+  if (n7 > 0) {
+    char title[64];
+    PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+    t = MPI_Wtime();
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, n7, PETSC_FALSE, seed, &A));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 7-point Laplacian in %.1f s\n", MPI_Wtime() - t));
+    PetscCall(PetscSNPrintf(title, sizeof(title), "7-point Laplacian %" PetscInt_FMT "^3", n7));
+    PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    PetscCall(MatDestroy(&A));
+  }
+  if (n27 > 0) {
+    char title[64];
+    PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+    t = MPI_Wtime();
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, n27, PETSC_TRUE, seed, &A));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 27-point random operator in %.1f s\n", MPI_Wtime() - t));
+    PetscCall(PetscSNPrintf(title, sizeof(title), "27-point random %" PetscInt_FMT "^3", n27));
+    PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    PetscCall(MatDestroy(&A));
+  }
+  if (has_file) {
+    PetscViewer viewer;
+    char        title[PETSC_MAX_PATH_LEN + 8];
+    PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_READ, &viewer));
+    PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
+    PetscCall(MatSetType(A, MATAIJ));
+    PetscCall(MatLoad(A, viewer));
+    PetscCall(PetscViewerDestroy(&viewer));
+    PetscCall(PetscSNPrintf(title, sizeof(title), "file %s", file));
+    PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    PetscCall(MatDestroy(&A));
+  }
+  PetscCall(PetscFinalize());
+  return 0;
+}
