@@ -2,7 +2,9 @@
 // A->spptr, and the functions seq and MPI share.
 #pragma once
 
+#include <exception>
 #include <memory>
+#include <new>
 
 #include <petsc/private/matimpl.h>
 
@@ -61,6 +63,32 @@ struct MPIAIJMP {
   PetscErrorCode (*setfromoptions)(Mat, PetscOptionItems *)   = nullptr;
   PetscErrorCode (*preallocation)(Mat, PetscInt, const PetscInt[], PetscInt, const PetscInt[]) = nullptr;
 };
+
+// Runs fn, turning a C++ exception from the core into a PETSc error.
+template <typename Fn> PetscErrorCode guarded(Fn &&fn)
+{
+  try {
+    fn();
+  } catch (const std::bad_alloc &) {
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory while building the compact copy of a matrix");
+  } catch (const std::exception &e) {
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s", e.what());
+  }
+  return 0;
+}
+
+// The master CSR of a SeqAIJ (or seqaijmp) matrix, without a state change.
+inline PetscErrorCode SeqAIJCsrView(Mat A, CsrView<PetscInt> &view)
+{
+  const PetscInt *i, *j;
+  PetscScalar *a;
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJGetCSRAndMemType(A, &i, &j, &a, &mtype));
+  view = CsrView<PetscInt>{A->rmap->n, A->cmap->n, i, j, a};
+  PetscFunctionReturn(0);
+}
 
 // Options and settings (aijmp_options.cxx in spirit; shared by seq and MPI)
 PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s);

@@ -43,30 +43,6 @@ PetscErrorCode convert_blocks(Mat A)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode seq_view(Mat A, CsrView<PetscInt> &view)
-{
-  const PetscInt *i, *j;
-  PetscScalar *a;
-  PetscMemType mtype;
-
-  PetscFunctionBegin;
-  PetscCall(MatSeqAIJGetCSRAndMemType(A, &i, &j, &a, &mtype));
-  view = CsrView<PetscInt>{A->rmap->n, A->cmap->n, i, j, a};
-  PetscFunctionReturn(0);
-}
-
-template <typename Fn> PetscErrorCode guarded(Fn &&fn)
-{
-  try {
-    fn();
-  } catch (const std::bad_alloc &) {
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory while building the compact copy of a matrix");
-  } catch (const std::exception &e) {
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s", e.what());
-  }
-  return 0;
-}
-
 // Makes the compact copies of both blocks current, formats decided per whole row.
 PetscErrorCode prepare(Mat A)
 {
@@ -91,8 +67,8 @@ PetscErrorCode prepare(Mat A)
 
   PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
   CsrView<PetscInt> vd, vo;
-  PetscCall(seq_view(Ad, vd));
-  PetscCall(seq_view(Ao, vo));
+  PetscCall(SeqAIJCsrView(Ad, vd));
+  PetscCall(SeqAIJCsrView(Ao, vo));
   StorageOptions od = base, oo = base;
   PetscCall(SeqAIJMPSumOrder(Ad, &od.order));
   PetscCall(SeqAIJMPSumOrder(Ao, &oo.order));

@@ -27,34 +27,6 @@ int thread_count(const AIJMPSettings &s)
   return s.nthreads > 0 ? static_cast<int>(s.nthreads) : openmp::default_thread_count();
 }
 
-template <typename Fn> PetscErrorCode guarded(Fn &&fn)
-{
-  try {
-    fn();
-  } catch (const std::bad_alloc &) {
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory while building the compact copy of a matrix");
-  } catch (const std::exception &e) {
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s", e.what());
-  }
-  return 0;
-}
-
-PetscErrorCode csr_view(Mat A, CsrView<PetscInt> &view)
-{
-  const PetscInt *i, *j;
-  PetscScalar *a;
-  PetscMemType mtype;
-
-  PetscFunctionBegin;
-  PetscCall(MatSeqAIJGetCSRAndMemType(A, &i, &j, &a, &mtype));
-  view.nrows  = A->rmap->n;
-  view.ncols  = A->cmap->n;
-  view.rowptr = i;
-  view.cols   = j;
-  view.values = a;
-  PetscFunctionReturn(0);
-}
-
 // Builds the copy of a standalone seqaijmp matrix (an MPI parent builds its
 // blocks jointly instead, see mpiaijmp.cxx).
 PetscErrorCode build_compact(Mat A)
@@ -65,7 +37,7 @@ PetscErrorCode build_compact(Mat A)
 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, d->settings));
-  PetscCall(csr_view(A, view));
+  PetscCall(SeqAIJCsrView(A, view));
   StorageOptions opts = d->settings.opts;
   PetscCall(SeqAIJMPSumOrder(A, &opts.order));
   PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
@@ -98,7 +70,7 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
 
   PetscFunctionBegin;
   PetscCall(SeqAIJMPGetCompact(A, &c));
-  PetscCall(csr_view(A, view));
+  PetscCall(SeqAIJCsrView(A, view));
   PetscCall(PetscLogEventBegin(event, A, xx, yy, 0));
   PetscCall(VecGetArrayRead(xx, &x));
   if (zz && zz == yy) {
@@ -271,7 +243,7 @@ PetscErrorCode SeqAIJMPKeyOf(Mat A, BuildKey &key)
 
   PetscFunctionBegin;
   PetscCall(PetscObjectStateGet((PetscObject)A, &key.state));
-  PetscCall(csr_view(A, view));
+  PetscCall(SeqAIJCsrView(A, view));
   key.nonzerostate = A->nonzerostate;
   key.ncols        = A->cmap->n;
   key.cols         = view.cols;
