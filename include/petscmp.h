@@ -8,8 +8,9 @@
 #define PETSCMP_H
 
 #include <petscmat.h>
+#include <petscpc.h>
 
-#define MATAIJMP    "aijmp"
+#define MATAIJMP "aijmp"
 #define MATSEQAIJMP "seqaijmp"
 #define MATMPIAIJMP "mpiaijmp"
 
@@ -42,7 +43,15 @@ typedef enum {
 PETSC_EXTERN const char *const MatAIJMPStorages[];
 
 /* Storage formats, in the order of the per-format arrays of MatAIJMPInfo. */
-typedef enum { PETSCMP_FP64, PETSCMP_FP32, PETSCMP_FP16, PETSCMP_BF16, PETSCMP_FP11_20, PETSCMP_FP11_4, PETSCMP_NUM_FORMATS } PetscMPFormat;
+typedef enum {
+  PETSCMP_FP64,
+  PETSCMP_FP32,
+  PETSCMP_FP16,
+  PETSCMP_BF16,
+  PETSCMP_FP11_20,
+  PETSCMP_FP11_4,
+  PETSCMP_NUM_FORMATS
+} PetscMPFormat;
 PETSC_EXTERN const char *const PetscMPFormats[];
 
 /*S
@@ -60,10 +69,10 @@ S*/
 typedef struct {
   PetscInt64 rows[PETSCMP_NUM_FORMATS];
   PetscInt64 nnz[PETSCMP_NUM_FORMATS];
-  PetscReal  max_rel_error[PETSCMP_NUM_FORMATS];
-  PetscReal  bytes;
-  PetscReal  aij_bytes;
-  PetscBool  lossy;
+  PetscReal max_rel_error[PETSCMP_NUM_FORMATS];
+  PetscReal bytes;
+  PetscReal aij_bytes;
+  PetscBool lossy;
 } MatAIJMPInfo;
 
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);
@@ -79,5 +88,89 @@ PETSC_EXTERN PetscErrorCode MatAIJMPSetNumThreads(Mat, PetscInt);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetInfo(Mat, MatAIJMPInfo *);
 
 PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATAIJMP_MultTranspose;
+
+/* ---- PCAPBJACOBI: adaptive-precision block-Jacobi ---- */
+#define PCAPBJACOBI "apbjacobi"
+
+/*E
+   PCAPBJacobiBlocks - how `PCAPBJACOBI` finds its diagonal blocks
+
+$  PC_APBJACOBI_BLOCKS_SUPERVARIABLE - adjacent rows with identical patterns, agglomerated up to the maximum block size
+(default) $  PC_APBJACOBI_BLOCKS_MATBLOCKSIZE  - blocks of `MatGetBlockSize()` $  PC_APBJACOBI_BLOCKS_VARIABLE      -
+the blocks given with `MatSetVariableBlockSizes()`
+
+   Level: beginner
+E*/
+typedef enum {
+  PC_APBJACOBI_BLOCKS_SUPERVARIABLE,
+  PC_APBJACOBI_BLOCKS_MATBLOCKSIZE,
+  PC_APBJACOBI_BLOCKS_VARIABLE
+} PCAPBJacobiBlocks;
+PETSC_EXTERN const char *const PCAPBJacobiBlocksTypes[];
+
+/*E
+   PCAPBJacobiFormats - the storage formats `PCAPBJACOBI` may choose from for an inverted block
+
+$  PC_APBJACOBI_FORMATS_ALL              - fp16, bf16, fp11_4, fp32, fp11_20, fp64: the narrowest admissible one
+(default) $  PC_APBJACOBI_FORMATS_IEEE             - fp16, fp32, fp64 $  PC_APBJACOBI_FORMATS_RANGE_PRESERVING - fp11_4,
+fp11_20, fp64 (double's exponent range: no over/underflow check, cheaper setup) $  PC_APBJACOBI_FORMATS_FP64 ... _FP11_4
+- every block in that one format (fp64 for a block the format cannot hold)
+
+   Level: beginner
+E*/
+typedef enum {
+  PC_APBJACOBI_FORMATS_ALL,
+  PC_APBJACOBI_FORMATS_IEEE,
+  PC_APBJACOBI_FORMATS_RANGE_PRESERVING,
+  PC_APBJACOBI_FORMATS_FP64,
+  PC_APBJACOBI_FORMATS_FP32,
+  PC_APBJACOBI_FORMATS_FP16,
+  PC_APBJACOBI_FORMATS_BF16,
+  PC_APBJACOBI_FORMATS_FP11_20,
+  PC_APBJACOBI_FORMATS_FP11_4
+} PCAPBJacobiFormats;
+PETSC_EXTERN const char *const PCAPBJacobiFormatsTypes[];
+
+/*S
+   PCAPBJacobiInfo - what a set-up `PCAPBJACOBI` holds (summed over ranks; times are the maximum over ranks)
+
+   Fields:
++  blocks                 - number of diagonal blocks
+.  blocks_of_size[s]      - blocks of size s (1 <= s <= 32)
+.  blocks_per_format[f]   - blocks stored in format f (`PetscMPFormat` order)
+.  failed_blocks          - singular or non-finite blocks (the setup failed when nonzero)
+.  range_rejections       - formats admitted by the condition number but rejected by the over/underflow check
+.  forced_fallbacks       - blocks stored in fp64 because the forced format cannot hold them
+.  bytes, fp64_bytes      - bytes of the stored inverses, and of the same inverses in fp64
+.  kappa_min, kappa_max   - smallest and largest condition number kappa_1 of a block
+-  seconds_detection, seconds_inversion, seconds_selection - setup time per phase
+
+   Level: intermediate
+S*/
+typedef struct {
+  PetscInt64 blocks;
+  PetscInt64 blocks_of_size[33];
+  PetscInt64 blocks_per_format[PETSCMP_NUM_FORMATS];
+  PetscInt64 failed_blocks;
+  PetscInt64 range_rejections;
+  PetscInt64 forced_fallbacks;
+  PetscReal bytes, fp64_bytes;
+  PetscReal kappa_min, kappa_max;
+  PetscReal seconds_detection, seconds_inversion, seconds_selection;
+} PCAPBJacobiInfo;
+
+PETSC_EXTERN PetscErrorCode PCAPBJacobiSetMaxBlockSize(PC, PetscInt);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiGetMaxBlockSize(PC, PetscInt *);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiSetBlocks(PC, PCAPBJacobiBlocks);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiGetBlocks(PC, PCAPBJacobiBlocks *);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiSetAccuracy(PC, PetscReal);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiGetAccuracy(PC, PetscReal *);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiSetFormats(PC, PCAPBJacobiFormats);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiGetFormats(PC, PCAPBJacobiFormats *);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiSetNumThreads(PC, PetscInt);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiGetLocalBlockSizes(PC, PetscInt *, const PetscInt *[]);
+PETSC_EXTERN PetscErrorCode PCAPBJacobiGetInfo(PC, PCAPBJacobiInfo *);
+
+PETSC_EXTERN PetscLogEvent PCAPBJACOBI_Detect, PCAPBJACOBI_Invert, PCAPBJACOBI_Select, PCAPBJACOBI_Apply;
 
 #endif

@@ -1,5 +1,6 @@
 // The one registration file: types, root names, log events.
 #include "mat/aijmp/aijmpimpl.h"
+#include "pc/apbjacobi/apbjacobiimpl.h"
 
 static PetscBool petscmp_package_initialized = PETSC_FALSE;
 
@@ -18,13 +19,13 @@ PetscErrorCode PetscMPFinalizePackage(void)
 }
 
 /*@C
-   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, ...) and log events. Programs that link
+   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, `PCAPBJACOBI`) and log events. Programs that link
    libpetscmp call it after `PetscInitialize()`; with -dll_append PETSc calls it through
    `PetscDLLibraryRegister_petscmp()`.
 
    Level: beginner
 
-.seealso: `MATAIJMP`
+.seealso: `MATAIJMP`, `PCAPBJACOBI`
 @*/
 PetscErrorCode PetscMPInitializePackage(void)
 {
@@ -38,6 +39,11 @@ PetscErrorCode PetscMPInitializePackage(void)
   PetscCall(PetscLogEventRegister("AIJMPMult", MAT_CLASSID, &MATAIJMP_Mult));
   PetscCall(PetscLogEventRegister("AIJMPMultAdd", MAT_CLASSID, &MATAIJMP_MultAdd));
   PetscCall(PetscLogEventRegister("AIJMPMultTr", MAT_CLASSID, &MATAIJMP_MultTranspose));
+  PetscCall(PCRegister(PCAPBJACOBI, PCCreate_APBJacobi));
+  PetscCall(PetscLogEventRegister("APBJDetect", PC_CLASSID, &PCAPBJACOBI_Detect));
+  PetscCall(PetscLogEventRegister("APBJInvert", PC_CLASSID, &PCAPBJACOBI_Invert));
+  PetscCall(PetscLogEventRegister("APBJSelect", PC_CLASSID, &PCAPBJACOBI_Select));
+  PetscCall(PetscLogEventRegister("APBJApply", PC_CLASSID, &PCAPBJACOBI_Apply));
   PetscCall(PetscRegisterFinalize(PetscMPFinalizePackage));
   PetscFunctionReturn(0);
 }

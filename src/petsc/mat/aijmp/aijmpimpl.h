@@ -9,6 +9,7 @@
 #include <petsc/private/matimpl.h>
 
 #include "petscmp.h"
+#include "petscmpglue.h"
 #include "petscmp/core/compact_csr.hpp"
 
 namespace petscmp {
@@ -63,19 +64,6 @@ struct MPIAIJMP {
   PetscErrorCode (*setfromoptions)(Mat, PetscOptionItems *)   = nullptr;
   PetscErrorCode (*preallocation)(Mat, PetscInt, const PetscInt[], PetscInt, const PetscInt[]) = nullptr;
 };
-
-// Runs fn, turning a C++ exception from the core into a PETSc error.
-template <typename Fn> PetscErrorCode guarded(Fn &&fn)
-{
-  try {
-    fn();
-  } catch (const std::bad_alloc &) {
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory while building the compact copy of a matrix");
-  } catch (const std::exception &e) {
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "%s", e.what());
-  }
-  return 0;
-}
 
 // The master CSR of a SeqAIJ (or seqaijmp) matrix, without a state change.
 inline PetscErrorCode SeqAIJCsrView(Mat A, CsrView<PetscInt> &view)
