@@ -174,7 +174,8 @@ PetscErrorCode ReportFailure(PC pc, const InvertedBlocks &inv)
              " diagonal block(s) cannot be inverted; the first is the %s block of local rows %" PetscInt_FMT
              " to %" PetscInt_FMT,
              static_cast<PetscInt64>(inv.failed_blocks), inversion_status_name(why), row0, row1 - 1);
-  pc->failedreason = why == InversionStatus::singular ? PC_FACTOR_NUMERIC_ZEROPIVOT : PC_SETUP_ERROR;
+  // positive reasons: PCReduceFailedReason() takes the maximum over ranks, and PC_SETUP_ERROR is negative
+  pc->failedreason = why == InversionStatus::singular ? PC_FACTOR_NUMERIC_ZEROPIVOT : PC_FACTOR_OTHER;
   PetscCall(PetscInfo(pc,
                       "%" PetscInt64_FMT
                       " diagonal block(s) cannot be inverted; the first is the %s block of local rows %" PetscInt_FMT
