@@ -32,6 +32,13 @@ public:
   // Reads up to 8 elements [offset, offset + n) into out[0..n): one SIMD
   // conversion where the CPU has it, never reading past the range.
   void read_upto8(std::size_t offset, unsigned n, Arithmetic *out) const { decode_upto8(data_ + offset, n, out); }
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  // Reads the lanes of mask m of [offset, offset + 8) into a register (others 0).
+  __m512d read8(std::size_t offset, __mmask8 m) const
+  {
+    return decode8(data_ + offset, m);
+  }
+#endif
 
 private:
   const Storage *data_;

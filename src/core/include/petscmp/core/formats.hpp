@@ -103,8 +103,8 @@ template <int ExpBits, int ManBits> std::uint32_t encode_ieee_rne(double v)
   const bool normal     = e >= emin;
   const int shift       = (52 - ManBits) + (normal ? 0 : emin - e);
   if (shift > 62) return sign; // below half of the smallest subnormal: rounds to zero
-  std::uint64_t q         = m >> shift;
-  const std::uint64_t rem = m & ((std::uint64_t(1) << shift) - 1);
+  std::uint64_t q          = m >> shift;
+  const std::uint64_t rem  = m & ((std::uint64_t(1) << shift) - 1);
   const std::uint64_t half = std::uint64_t(1) << (shift - 1);
   if (rem > half || (rem == half && (q & 1))) ++q;
 
@@ -148,21 +148,51 @@ template <int Bits> std::uint64_t truncate_double(double v)
 } // namespace detail
 
 // ---- encode (fp64 -> storage) -------------------------------------------------
-inline double encode(double v, double *) { return v; }
-inline float encode(double v, float *) { return static_cast<float>(v); } // hardware RNE
-inline fp16_t encode(double v, fp16_t *) { return {static_cast<std::uint16_t>(detail::encode_ieee_rne<5, 10>(v))}; }
-inline bf16_t encode(double v, bf16_t *) { return {static_cast<std::uint16_t>(detail::encode_ieee_rne<8, 7>(v))}; }
-inline fp11_20_t encode(double v, fp11_20_t *) { return {static_cast<std::uint32_t>(detail::truncate_double<32>(v))}; }
-inline fp11_4_t encode(double v, fp11_4_t *) { return {static_cast<std::uint16_t>(detail::truncate_double<16>(v))}; }
+inline double encode(double v, double *)
+{
+  return v;
+}
+inline float encode(double v, float *)
+{
+  return static_cast<float>(v);
+} // hardware RNE
+inline fp16_t encode(double v, fp16_t *)
+{
+  return {static_cast<std::uint16_t>(detail::encode_ieee_rne<5, 10>(v))};
+}
+inline bf16_t encode(double v, bf16_t *)
+{
+  return {static_cast<std::uint16_t>(detail::encode_ieee_rne<8, 7>(v))};
+}
+inline fp11_20_t encode(double v, fp11_20_t *)
+{
+  return {static_cast<std::uint32_t>(detail::truncate_double<32>(v))};
+}
+inline fp11_4_t encode(double v, fp11_4_t *)
+{
+  return {static_cast<std::uint16_t>(detail::truncate_double<16>(v))};
+}
 
-template <typename Storage> inline Storage encode_as(double v) { return encode(v, static_cast<Storage *>(nullptr)); }
+template <typename Storage> inline Storage encode_as(double v)
+{
+  return encode(v, static_cast<Storage *>(nullptr));
+}
 
 // ---- decode (storage -> fp64), exact -----------------------------------------
-inline double decode(double s) { return s; }
-inline double decode(float s) { return static_cast<double>(s); }
+inline double decode(double s)
+{
+  return s;
+}
+inline double decode(float s)
+{
+  return static_cast<double>(s);
+}
 // Portable decoder, used where no hardware conversion exists and by the tests
 // that check the hardware path against it.
-inline double decode_fp16_portable(fp16_t s) { return detail::decode_ieee<5, 10>(s.bits); }
+inline double decode_fp16_portable(fp16_t s)
+{
+  return detail::decode_ieee<5, 10>(s.bits);
+}
 inline double decode(fp16_t s)
 {
 #if defined(__F16C__)
@@ -175,19 +205,32 @@ inline double decode(fp16_t s)
   return decode_fp16_portable(s);
 #endif
 }
-inline double decode(bf16_t s) { return static_cast<double>(float_from_bits(static_cast<std::uint32_t>(s.bits) << 16)); }
-inline double decode(fp11_20_t s) { return double_from_bits(static_cast<std::uint64_t>(s.bits) << 32); }
-inline double decode(fp11_4_t s) { return double_from_bits(static_cast<std::uint64_t>(s.bits) << 48); }
+inline double decode(bf16_t s)
+{
+  return static_cast<double>(float_from_bits(static_cast<std::uint32_t>(s.bits) << 16));
+}
+inline double decode(fp11_20_t s)
+{
+  return double_from_bits(static_cast<std::uint64_t>(s.bits) << 32);
+}
+inline double decode(fp11_4_t s)
+{
+  return double_from_bits(static_cast<std::uint64_t>(s.bits) << 48);
+}
 
 // ---- bulk decode of up to 8 values (one SIMD conversion, never reads past n) --
 template <typename Storage> inline void decode_upto8(const Storage *src, unsigned n, double *out)
 {
-  for (unsigned i = 0; i < n; ++i) out[i] = decode(src[i]);
+  for (unsigned i = 0; i < n; ++i)
+    out[i] = decode(src[i]);
 }
 // GCC 12 warns about the unmasked conversions (bug 105593): zero-masking forms throughout.
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__F16C__)
 #define PETSCMP_HAVE_AVX512_DECODE 1
-inline __mmask8 first_lanes(unsigned n) { return static_cast<__mmask8>((1u << n) - 1u); }
+inline __mmask8 first_lanes(unsigned n)
+{
+  return static_cast<__mmask8>((1u << n) - 1u);
+}
 inline void decode_upto8(const fp16_t *src, unsigned n, double *out)
 {
   const __m128i h = _mm_maskz_loadu_epi16(first_lanes(n), src);
@@ -195,7 +238,8 @@ inline void decode_upto8(const fp16_t *src, unsigned n, double *out)
 }
 inline void decode_upto8(const bf16_t *src, unsigned n, double *out)
 {
-  const __m256i w = _mm256_slli_epi32(_mm256_maskz_cvtepu16_epi32(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 16);
+  const __m256i w =
+      _mm256_slli_epi32(_mm256_maskz_cvtepu16_epi32(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 16);
   _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xff, _mm256_castsi256_ps(w)));
 }
 inline void decode_upto8(const float *src, unsigned n, double *out)
@@ -204,27 +248,62 @@ inline void decode_upto8(const float *src, unsigned n, double *out)
 }
 inline void decode_upto8(const fp11_20_t *src, unsigned n, double *out)
 {
-  const __m512i w = _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu32_epi64(0xff, _mm256_maskz_loadu_epi32(first_lanes(n), src)), 32);
+  const __m512i w = _mm512_maskz_slli_epi64(
+      0xff, _mm512_maskz_cvtepu32_epi64(0xff, _mm256_maskz_loadu_epi32(first_lanes(n), src)), 32);
   _mm512_storeu_pd(out, _mm512_castsi512_pd(w));
 }
 inline void decode_upto8(const fp11_4_t *src, unsigned n, double *out)
 {
-  const __m512i w = _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu16_epi64(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 48);
+  const __m512i w =
+      _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu16_epi64(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 48);
   _mm512_storeu_pd(out, _mm512_castsi512_pd(w));
+}
+#endif
+
+// ---- 8 values (lanes of mask m) straight into a register, for kernels that keep
+// their sums in registers (the block-Jacobi apply). Unselected lanes are 0.
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+inline __m512d decode8(const double *src, __mmask8 m)
+{
+  return _mm512_maskz_loadu_pd(m, src);
+}
+inline __m512d decode8(const float *src, __mmask8 m)
+{
+  return _mm512_maskz_cvtps_pd(0xff, _mm256_maskz_loadu_ps(m, src));
+}
+inline __m512d decode8(const fp16_t *src, __mmask8 m)
+{
+  return _mm512_maskz_cvtps_pd(0xff, _mm256_cvtph_ps(_mm_maskz_loadu_epi16(m, src)));
+}
+inline __m512d decode8(const bf16_t *src, __mmask8 m)
+{
+  const __m256i w = _mm256_slli_epi32(_mm256_maskz_cvtepu16_epi32(0xff, _mm_maskz_loadu_epi16(m, src)), 16);
+  return _mm512_maskz_cvtps_pd(0xff, _mm256_castsi256_ps(w));
+}
+inline __m512d decode8(const fp11_20_t *src, __mmask8 m)
+{
+  return _mm512_castsi512_pd(
+      _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu32_epi64(0xff, _mm256_maskz_loadu_epi32(m, src)), 32));
+}
+inline __m512d decode8(const fp11_4_t *src, __mmask8 m)
+{
+  return _mm512_castsi512_pd(
+      _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu16_epi64(0xff, _mm_maskz_loadu_epi16(m, src)), 48));
 }
 #endif
 
 // ---- compile-time traits -------------------------------------------------------
 template <typename Storage> struct storage_traits;
 #define PETSCMP_STORAGE_TRAITS(T, F, NAME, UNIT_ROUNDOFF_EXP2, MAXVAL, MINNORMAL)                                      \
-  template <> struct storage_traits<T> {                                                                              \
-    static constexpr Format format         = Format::F;                                                               \
-    static constexpr const char *name      = NAME;                                                                    \
-    static constexpr int unit_roundoff_exp2 = UNIT_ROUNDOFF_EXP2;                                                     \
-    static double max_finite() { return MAXVAL; }                                                                     \
-    static double min_normal() { return MINNORMAL; }                                                                  \
+  template <> struct storage_traits<T> {                                                                               \
+    static constexpr Format format          = Format::F;                                                               \
+    static constexpr const char *name       = NAME;                                                                    \
+    static constexpr int unit_roundoff_exp2 = UNIT_ROUNDOFF_EXP2;                                                      \
+    static double max_finite() { return MAXVAL; }                                                                      \
+    static double min_normal() { return MINNORMAL; }                                                                   \
   }
-PETSCMP_STORAGE_TRAITS(double, fp64, "fp64", -53, std::numeric_limits<double>::max(), std::numeric_limits<double>::min());
+PETSCMP_STORAGE_TRAITS(double, fp64, "fp64", -53, std::numeric_limits<double>::max(),
+                       std::numeric_limits<double>::min());
 PETSCMP_STORAGE_TRAITS(float, fp32, "fp32", -24, std::numeric_limits<float>::max(), std::numeric_limits<float>::min());
 PETSCMP_STORAGE_TRAITS(fp16_t, fp16, "fp16", -11, 65504.0, 0x1p-14);
 PETSCMP_STORAGE_TRAITS(bf16_t, bf16, "bf16", -8, 0x1.fep127, std::numeric_limits<float>::min());
@@ -269,9 +348,8 @@ inline std::size_t format_bytes(Format f)
 // Largest relative error of a conversion of a value in the normal range.
 inline double unit_roundoff(Format f)
 {
-  return dispatch_format(f, [](auto tag) {
-    return std::ldexp(1.0, storage_traits<typename decltype(tag)::type>::unit_roundoff_exp2);
-  });
+  return dispatch_format(
+      f, [](auto tag) { return std::ldexp(1.0, storage_traits<typename decltype(tag)::type>::unit_roundoff_exp2); });
 }
 inline double max_finite(Format f)
 {
