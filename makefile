@@ -2,7 +2,7 @@
 #   make            configure and build (installs missing Debian packages first)
 #   make demo       build, then run a plain PETSc KSP solve with and without -mat_type aijmp
 #   make check      build with tests (and once without OpenMP) and run the whole suite
-#   make bench      memory-bound MatMult benchmark (AIJ, SELL, every aijmp mode)
+#   make bench      benchmarks: MatMult (AIJ, SELL, aijmp), block-Jacobi (apbjacobi, VPBJACOBI, PBJACOBI), CG solves
 #   make install PREFIX=/opt/petscmp
 BUILD      ?= build
 PREFIX     ?= /usr/local
