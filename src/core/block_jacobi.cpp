@@ -137,14 +137,21 @@ InversionStatus invert_gauss_jordan(int n, double *a, int *pivots)
     const double pivot = a[k + k * n];
     a[k + k * n]       = 1.0;
     for (int j = 0; j < n; ++j)
-      a[k + j * n] /= pivot;
-    for (int i = 0; i < n; ++i) {
-      if (i == k) continue;
-      const double f = a[i + k * n];
-      a[i + k * n]   = 0.0;
-      for (int j = 0; j < n; ++j)
-        a[i + j * n] -= f * a[k + j * n];
+      a[k + j * n] /= pivot; // row k, now with 1/pivot at (k, k)
+    // a(i, j) -= a(i, k) a(k, j) for i != k, column by column (contiguous in
+    // column-major storage); row k is restored after each column
+    for (int j = 0; j < n; ++j) {
+      if (j == k) continue;
+      const double akj = a[k + j * n];
+      double *col      = a + j * n;
+      const double *ck = a + k * n;
+      for (int i = 0; i < n; ++i)
+        col[i] -= ck[i] * akj;
+      col[k] = akj;
     }
+    const double inv = a[k + k * n];
+    for (int i = 0; i < n; ++i)
+      if (i != k) a[i + k * n] = 0.0 - a[i + k * n] * inv;
   }
   // the row swaps made this (P D)^{-1} = D^{-1} P^T: swap columns back in reverse order
   for (int k = n - 1; k >= 0; --k)
@@ -259,24 +266,27 @@ bool has_reduced_range(Format f)
 namespace {
 
 // kappa * ||E - round(E)||_1 / ||E||_1, which bounds ||I - round(E) D||_1;
-// infinity when rounding overflows.
+// infinity when rounding overflows. One dispatch per block, not per value.
 double rounding_perturbation(const InvertedBlocks &blocks, std::int64_t b, Format f)
 {
-  const int n       = blocks.partition.block_size(b);
-  const double *e   = blocks.inverses.data() + blocks.value_offsets[b];
-  double worst_diff = 0.0, norm_e = 0.0;
-  for (int c = 0; c < n; ++c) {
-    double diff = 0.0, col = 0.0;
-    for (int r = 0; r < n; ++r) {
-      const double v = e[r + c * n], stored = round_trip(f, v);
-      if (!std::isfinite(stored)) return std::numeric_limits<double>::infinity();
-      diff += std::fabs(v - stored);
-      col += std::fabs(v);
+  const int n     = blocks.partition.block_size(b);
+  const double *e = blocks.inverses.data() + blocks.value_offsets[b];
+  return dispatch_format(f, [&](auto tag) {
+    using S           = typename decltype(tag)::type;
+    double worst_diff = 0.0, norm_e = 0.0;
+    for (int c = 0; c < n; ++c) {
+      double diff = 0.0, col = 0.0;
+      for (int r = 0; r < n; ++r) {
+        const double v = e[r + c * n], stored = decode(encode_as<S>(v));
+        if (!std::isfinite(stored)) return std::numeric_limits<double>::infinity();
+        diff += std::fabs(v - stored);
+        col += std::fabs(v);
+      }
+      worst_diff = std::max(worst_diff, diff);
+      norm_e     = std::max(norm_e, col);
     }
-    worst_diff = std::max(worst_diff, diff);
-    norm_e     = std::max(norm_e, col);
-  }
-  return blocks.kappa[b] * worst_diff / norm_e;
+    return blocks.kappa[b] * worst_diff / norm_e;
+  });
 }
 
 } // namespace
