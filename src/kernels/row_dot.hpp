@@ -47,6 +47,53 @@ inline double row_dot_chunked(double sum, reduced_range<Storage> vals, const Col
   return sum;
 }
 
+// row_dot over values already converted to fp64 (a pointer the accessor's
+// read_n returned): the same sum, bitwise.
+template <SumOrder Order, typename ColIndex>
+inline double row_dot_values(double sum, const double *v, const ColIndex *cols, std::int64_t n, const double *x)
+{
+  if constexpr (Order == SumOrder::sequential) {
+    for (std::int64_t k = 0; k < n; ++k)
+      sum += v[k] * x[cols[k]];
+  } else {
+    std::int64_t k = 0;
+    for (; k + 1 < n; k += 2)
+      sum += v[k] * x[cols[k]] + v[k + 1] * x[cols[k + 1]];
+    if (k < n) sum += v[k] * x[cols[k]];
+  }
+  return sum;
+}
+
+// R rows of equal length n at once, R independent accumulators: row i's sum is
+// exactly row_dot_values(sum[i], v[i], cols[i], n, x); only the rows' operations
+// are interleaved (R dependence chains instead of one), never reordered within a row.
+template <int R, SumOrder Order, typename ColIndex>
+inline void rows_dot_values(double *sum, const double *const *v, const ColIndex *const *cols, std::int64_t n,
+                            const double *x)
+{
+  double s[R];
+  for (int i = 0; i < R; ++i)
+    s[i] = sum[i];
+  if constexpr (Order == SumOrder::sequential) {
+    for (std::int64_t k = 0; k < n; ++k)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i)
+        s[i] += v[i][k] * x[cols[i][k]];
+  } else {
+    std::int64_t k = 0;
+    for (; k + 1 < n; k += 2)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i)
+        s[i] += v[i][k] * x[cols[i][k]] + v[i][k + 1] * x[cols[i][k + 1]];
+    if (k < n)
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i)
+        s[i] += v[i][k] * x[cols[i][k]];
+  }
+  for (int i = 0; i < R; ++i)
+    sum[i] = s[i];
+}
+
 // Calls fn(std::integral_constant-like tag) for the runtime summation order.
 template <typename Fn> inline void dispatch_order(SumOrder order, Fn &&fn)
 {

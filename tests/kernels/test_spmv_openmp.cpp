@@ -216,6 +216,167 @@ INSTANTIATE_TEST_SUITE_P(Modes, SpmvOpenmp,
                            return std::string(storage_mode_name(info.param));
                          });
 
+namespace {
+
+// ---- row shapes the kernel schedules differently ---------------------------
+// The kernel decodes values ahead in chunks of whole rows and interleaves
+// groups of rows of equal length; these matrices put every row length 0..40 in
+// runs of equal rows (groups of every alignment), random lengths (unequal
+// groups), stencil-like rows (7 with some 6s) and rows longer than a chunk
+// (511..1500 entries), in every storage format.
+constexpr Format kAllFormats[] = {Format::fp64, Format::fp32,    Format::fp16,
+                                  Format::bf16, Format::fp11_20, Format::fp11_4};
+
+enum class Lengths { equal_runs, random, stencil, long_rows };
+const char *lengths_name(Lengths l)
+{
+  return l == Lengths::equal_runs ? "equal_runs"
+         : l == Lengths::random   ? "random"
+         : l == Lengths::stencil  ? "stencil"
+                                  : "long_rows";
+}
+
+std::vector<int> row_lengths(Lengths kind, std::mt19937_64 &rng)
+{
+  std::vector<int> len;
+  switch (kind) {
+  case Lengths::equal_runs:
+    for (int n = 0; n <= 40; ++n)
+      for (int r = 0; r < 37; ++r)
+        len.push_back(n);
+    break;
+  case Lengths::random:
+    for (int r = 0; r < 1500; ++r)
+      len.push_back(static_cast<int>(rng() % 41));
+    break;
+  case Lengths::stencil:
+    for (int r = 0; r < 1500; ++r)
+      len.push_back(rng() % 9 == 0 ? 6 : 7);
+    break;
+  case Lengths::long_rows:
+    for (int n : {511, 512, 513, 3, 600, 1100, 0, 1024, 7, 7, 7, 7, 1500, 40, 1, 2})
+      for (int r = 0; r < 20; ++r)
+        len.push_back(r % 4 == 3 ? 5 : n);
+    break;
+  }
+  return len;
+}
+
+template <typename Index>
+Matrix<Index> matrix_with_lengths(const std::vector<int> &len, Index ncols, std::mt19937_64 &rng)
+{
+  Matrix<Index> a;
+  a.nrows = static_cast<Index>(len.size());
+  a.ncols = ncols;
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  std::vector<char> used(static_cast<std::size_t>(ncols));
+  for (int n : len) {
+    std::vector<Index> row;
+    std::fill(used.begin(), used.end(), 0);
+    while (static_cast<int>(row.size()) < n) {
+      const Index c = static_cast<Index>(rng() % static_cast<std::uint64_t>(ncols));
+      if (!used[static_cast<std::size_t>(c)]) {
+        used[static_cast<std::size_t>(c)] = 1;
+        row.push_back(c);
+      }
+    }
+    std::sort(row.begin(), row.end());
+    for (Index c : row) {
+      a.cols.push_back(c);
+      a.vals.push_back((rng() & 1 ? 1.0 : -1.0) * u(rng)); // every format holds these (rounded)
+    }
+    a.rowptr.push_back(static_cast<Index>(a.vals.size()));
+  }
+  return a;
+}
+
+// openmp::spmv bitwise equal to the reference: y = A x, y = A x + z, and z aliasing y.
+template <typename Index> void check_bitwise(const Matrix<Index> &a, const CompactCsr &A, int nt)
+{
+  const std::size_t nr        = static_cast<std::size_t>(a.nrows);
+  const std::vector<double> x = random_vector(static_cast<std::size_t>(a.ncols), 301), z = random_vector(nr, 302);
+  std::vector<double> ref(nr), refz(nr), y(nr, 7.0);
+  reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
+  reference::spmv(A, a.pattern(), x.data(), z.data(), refz.data());
+  openmp::spmv(A, a.pattern(), x.data(), nullptr, y.data(), nt);
+  for (std::size_t i = 0; i < nr; ++i)
+    ASSERT_TRUE(same(y[i], ref[i])) << "y = A x, row " << i << ": " << y[i] << " vs " << ref[i];
+  std::fill(y.begin(), y.end(), 7.0);
+  openmp::spmv(A, a.pattern(), x.data(), z.data(), y.data(), nt);
+  for (std::size_t i = 0; i < nr; ++i)
+    ASSERT_TRUE(same(y[i], refz[i])) << "y = A x + z, row " << i;
+  y = z;
+  openmp::spmv(A, a.pattern(), x.data(), y.data(), y.data(), nt);
+  for (std::size_t i = 0; i < nr; ++i)
+    ASSERT_TRUE(same(y[i], refz[i])) << "y = A x + y, row " << i;
+}
+
+template <typename Index> void run_row_shapes()
+{
+  std::mt19937_64 rng(97);
+  for (Lengths kind : {Lengths::equal_runs, Lengths::random, Lengths::stencil, Lengths::long_rows}) {
+    const Matrix<Index> a = matrix_with_lengths<Index>(row_lengths(kind, rng), Index(2000), rng);
+    for (bool grouped : {false, true}) {
+      // run layout: one format per 64 rows, cycling through all; grouped: a random format per row
+      std::vector<Format> formats(static_cast<std::size_t>(a.nrows));
+      for (std::size_t i = 0; i < formats.size(); ++i)
+        formats[i] = kAllFormats[grouped ? rng() % kFormatCount : (i / 64) % kFormatCount];
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
+        SCOPED_TRACE(std::string(lengths_name(kind)) + (grouped ? " grouped" : " runs") +
+                     (order == SumOrder::paired ? " paired" : " sequential") + " index " +
+                     std::to_string(8 * sizeof(Index)));
+        StorageOptions opts;
+        opts.order         = order;
+        const CompactCsr A = assemble_compact_csr(a.view(), formats, opts);
+        bool has_grouped   = false;
+        for (const auto &b : A.blocks)
+          has_grouped |= b.grouped();
+        ASSERT_EQ(has_grouped, grouped) << "the test matrix does not have the layout it is meant to have";
+        ASSERT_EQ(A.order, order);
+        for (int nt : {1, 2, 3}) {
+          SCOPED_TRACE("threads " + std::to_string(nt));
+          check_bitwise(a, A, nt);
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST(SpmvOpenmpRowShapes, BitwiseInt32)
+{
+  run_row_shapes<std::int32_t>();
+}
+TEST(SpmvOpenmpRowShapes, BitwiseInt64)
+{
+  run_row_shapes<std::int64_t>();
+}
+
+// The comparison above is not vacuous: changing one stored value or the
+// summation order of a row changes a product the check sees.
+TEST(SpmvOpenmpRowShapes, CheckDetectsDifferences)
+{
+  std::mt19937_64 rng(5);
+  Matrix<std::int32_t> a = matrix_with_lengths<std::int32_t>(std::vector<int>(64, 7), 2000, rng);
+  StorageOptions seq, pair;
+  pair.order          = SumOrder::paired;
+  const CompactCsr As = build_compact_csr(a.view(), seq), Ap = build_compact_csr(a.view(), pair);
+  const std::vector<double> x = random_vector(2000, 301);
+  std::vector<double> ys(64), yp(64);
+  openmp::spmv(As, a.pattern(), x.data(), nullptr, ys.data(), 1);
+  openmp::spmv(Ap, a.pattern(), x.data(), nullptr, yp.data(), 1);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < 64; ++i)
+    differ += !same(ys[i], yp[i]);
+  EXPECT_GT(differ, 0u) << "sequential and paired sums never differ: the bitwise check could not see an order change";
+  a.vals[3 * 7 + 2] += 0.25; // row 3
+  const CompactCsr Bs = build_compact_csr(a.view(), seq);
+  std::vector<double> yb(64);
+  openmp::spmv(Bs, a.pattern(), x.data(), nullptr, yb.data(), 1);
+  EXPECT_FALSE(same(yb[3], ys[3]));
+}
+
 TEST(SpmvOpenmpThreads, Available)
 {
 #if defined(_OPENMP)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "petscmp/core/formats.hpp"
 
@@ -39,6 +40,20 @@ public:
     return decode8(data_ + offset, m);
   }
 #endif
+  // Elements [offset, offset + n) as arithmetic values: a pointer into the
+  // storage itself when it already holds Arithmetic (fp64: no copy), else
+  // `scratch` (room for n values) filled by one bulk conversion (decode_n).
+  const Arithmetic *read_n(std::size_t offset, std::size_t n, Arithmetic *scratch) const
+  {
+    if constexpr (std::is_same_v<Storage, Arithmetic>) {
+      (void)n;
+      (void)scratch;
+      return data_ + offset;
+    } else {
+      decode_n(data_ + offset, n, scratch);
+      return scratch;
+    }
+  }
 
 private:
   const Storage *data_;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -231,38 +232,8 @@ inline __mmask8 first_lanes(unsigned n)
 {
   return static_cast<__mmask8>((1u << n) - 1u);
 }
-inline void decode_upto8(const fp16_t *src, unsigned n, double *out)
-{
-  const __m128i h = _mm_maskz_loadu_epi16(first_lanes(n), src);
-  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xff, _mm256_cvtph_ps(h)));
-}
-inline void decode_upto8(const bf16_t *src, unsigned n, double *out)
-{
-  const __m256i w =
-      _mm256_slli_epi32(_mm256_maskz_cvtepu16_epi32(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 16);
-  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xff, _mm256_castsi256_ps(w)));
-}
-inline void decode_upto8(const float *src, unsigned n, double *out)
-{
-  _mm512_storeu_pd(out, _mm512_maskz_cvtps_pd(0xff, _mm256_maskz_loadu_ps(first_lanes(n), src)));
-}
-inline void decode_upto8(const fp11_20_t *src, unsigned n, double *out)
-{
-  const __m512i w = _mm512_maskz_slli_epi64(
-      0xff, _mm512_maskz_cvtepu32_epi64(0xff, _mm256_maskz_loadu_epi32(first_lanes(n), src)), 32);
-  _mm512_storeu_pd(out, _mm512_castsi512_pd(w));
-}
-inline void decode_upto8(const fp11_4_t *src, unsigned n, double *out)
-{
-  const __m512i w =
-      _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu16_epi64(0xff, _mm_maskz_loadu_epi16(first_lanes(n), src)), 48);
-  _mm512_storeu_pd(out, _mm512_castsi512_pd(w));
-}
-#endif
-
 // ---- 8 values (lanes of mask m) straight into a register, for kernels that keep
 // their sums in registers (the block-Jacobi apply). Unselected lanes are 0.
-#if defined(PETSCMP_HAVE_AVX512_DECODE)
 inline __m512d decode8(const double *src, __mmask8 m)
 {
   return _mm512_maskz_loadu_pd(m, src);
@@ -290,7 +261,84 @@ inline __m512d decode8(const fp11_4_t *src, __mmask8 m)
   return _mm512_castsi512_pd(
       _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu16_epi64(0xff, _mm_maskz_loadu_epi16(m, src)), 48));
 }
+// the bulk read of up to 8 values: the register decode, stored
+inline void decode_upto8(const fp16_t *src, unsigned n, double *out)
+{
+  _mm512_storeu_pd(out, decode8(src, first_lanes(n)));
+}
+inline void decode_upto8(const bf16_t *src, unsigned n, double *out)
+{
+  _mm512_storeu_pd(out, decode8(src, first_lanes(n)));
+}
+inline void decode_upto8(const float *src, unsigned n, double *out)
+{
+  _mm512_storeu_pd(out, decode8(src, first_lanes(n)));
+}
+inline void decode_upto8(const fp11_20_t *src, unsigned n, double *out)
+{
+  _mm512_storeu_pd(out, decode8(src, first_lanes(n)));
+}
+inline void decode_upto8(const fp11_4_t *src, unsigned n, double *out)
+{
+  _mm512_storeu_pd(out, decode8(src, first_lanes(n)));
+}
 #endif
+
+// ---- bulk decode of n values: full 8-wide conversions, one masked (AVX-512) or
+// scalar tail; never reads past n. The kernels' decode-ahead of many rows.
+#if !defined(PETSCMP_HAVE_AVX512_DECODE) && defined(__AVX2__) && defined(__F16C__)
+#define PETSCMP_HAVE_AVX2_DECODE 1
+inline void decode8(const fp16_t *src, double *out)
+{
+  const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+}
+inline void decode8(const bf16_t *src, double *out)
+{
+  const __m256i w =
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src))), 16);
+  const __m256 f = _mm256_castsi256_ps(w);
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+}
+inline void decode8(const float *src, double *out)
+{
+  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm_loadu_ps(src)));
+  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm_loadu_ps(src + 4)));
+}
+inline void decode8(const fp11_20_t *src, double *out)
+{
+  for (int h = 0; h < 2; ++h) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 4 * h));
+    _mm256_storeu_pd(out + 4 * h, _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu32_epi64(b), 32)));
+  }
+}
+inline void decode8(const fp11_4_t *src, double *out)
+{
+  for (int h = 0; h < 2; ++h) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 4 * h));
+    _mm256_storeu_pd(out + 4 * h, _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu16_epi64(b), 48)));
+  }
+}
+#endif
+template <typename Storage> inline void decode_n(const Storage *src, std::size_t n, double *out)
+{
+  std::size_t i = 0;
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  for (; i + 8 <= n; i += 8)
+    decode_upto8(src + i, 8u, out + i);
+  if (i < n) decode_upto8(src + i, static_cast<unsigned>(n - i), out + i);
+#else
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+  if constexpr (!std::is_same_v<Storage, double>)
+    for (; i + 8 <= n; i += 8)
+      decode8(src + i, out + i);
+#endif
+  for (; i < n; ++i)
+    out[i] = decode(src[i]);
+#endif
+}
 
 // ---- compile-time traits -------------------------------------------------------
 template <typename Storage> struct storage_traits;
