@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "../block_jacobi_apply.hpp"
+#include "../omp.hpp"
 #include "../spmv.hpp"
 #include "petscmp/core/accessor.hpp"
 
@@ -116,19 +117,19 @@ void apply_group_transpose(const BlockJacobiStorage &M, const BlockGroup &g, con
 
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads)
 {
-  const std::int64_t ngroups = static_cast<std::int64_t>(M.groups.size());
-  const int nt               = threads_available() ? std::max(1, nthreads) : 1;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-  for (std::int64_t gi = 0; gi < ngroups; ++gi) {
-    const BlockGroup &g = M.groups[gi];
-    dispatch_format(g.format, [&](auto tag) {
-      using S = typename decltype(tag)::type;
-      if (transpose)
-        apply_group_transpose<S>(M, g, x, y);
-      else
-        apply_group<S>(M, g, x, y);
-    });
-  }
+  const std::int64_t ngroups    = static_cast<std::int64_t>(M.groups.size());
+  [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
+PETSCMP_OMP(omp parallel for schedule(static) num_threads(nt) if (nt > 1))
+for (std::int64_t gi = 0; gi < ngroups; ++gi) {
+  const BlockGroup &g = M.groups[gi];
+  dispatch_format(g.format, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if (transpose)
+      apply_group_transpose<S>(M, g, x, y);
+    else
+      apply_group<S>(M, g, x, y);
+  });
+}
 }
 
 } // namespace openmp

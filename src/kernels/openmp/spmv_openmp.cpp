@@ -12,6 +12,7 @@
 #endif
 
 #include "../row_dot.hpp"
+#include "../omp.hpp"
 #include "../spmv.hpp"
 
 namespace petscmp {
@@ -40,7 +41,8 @@ int team_size()
 }
 
 // First entry of `offsets[lo..hi]` (nondecreasing) that is >= target.
-template <typename T> std::int64_t lower_bound_index(const T *offsets, std::int64_t lo, std::int64_t hi, std::int64_t target)
+template <typename T>
+std::int64_t lower_bound_index(const T *offsets, std::int64_t lo, std::int64_t hi, std::int64_t target)
 {
   return std::lower_bound(offsets + lo, offsets + hi, static_cast<T>(target)) - offsets;
 }
@@ -174,19 +176,20 @@ int default_thread_count()
 template <typename Index>
 void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads)
 {
-  const int nt = threads_available() ? std::max(1, nthreads) : 1;
+  [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
   if (A.entry_split()) { // the comparison baseline: two passes over the rows
     reference::spmv(A, pattern, x, z, y);
     return;
   }
-#pragma omp parallel num_threads(nt) if (nt > 1)
+  PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
   {
     const int t = thread_id(), team = team_size();
     if (!A.all_rows_covered) {
       // rows outside every block are empty; listed rows are overwritten below
       const std::int64_t r0 = A.nrows * t / team, r1 = A.nrows * (t + 1) / team;
-      for (std::int64_t i = r0; i < r1; ++i) y[i] = z ? z[i] : 0.0;
-#pragma omp barrier
+      for (std::int64_t i = r0; i < r1; ++i)
+        y[i] = z ? z[i] : 0.0;
+      PETSCMP_OMP(omp barrier)
     }
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
@@ -210,14 +213,14 @@ template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y,
                     int nthreads)
 {
-  const int nt = threads_available() ? std::max(1, nthreads) : 1;
+  [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
   if (nt == 1 || A.entry_split()) {
     reference::spmv_transpose(A, pattern, x, z, y);
     return;
   }
   const std::int64_t ncols = A.ncols;
   std::vector<double> partial(static_cast<std::size_t>(ncols) * nt, 0.0);
-#pragma omp parallel num_threads(nt)
+  PETSCMP_OMP(omp parallel num_threads(nt))
   {
     const int t = thread_id(), team = team_size();
     double *mine = partial.data() + static_cast<std::size_t>(ncols) * t;
@@ -230,29 +233,31 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
         for (std::int64_t k = k0; k < k1; ++k) {
           const std::int64_t row   = block.grouped() ? block.rows[k] : block.row_begin + k;
           const std::int64_t start = pattern.rowptr[row], n = pattern.rowptr[row + 1] - start;
-          const std::int64_t off   = block.grouped() ? block.value_offsets[k] : start - block.value_base;
-          for (std::int64_t e = 0; e < n; ++e) mine[pattern.cols[start + e]] += vals[off + e] * x[row];
+          const std::int64_t off = block.grouped() ? block.value_offsets[k] : start - block.value_base;
+          for (std::int64_t e = 0; e < n; ++e)
+            mine[pattern.cols[start + e]] += vals[off + e] * x[row];
         }
       });
     }
-#pragma omp barrier
-#pragma omp for schedule(static)
-    for (std::int64_t j = 0; j < ncols; ++j) {
-      double s = z ? z[j] : 0.0;
-      for (int u = 0; u < nt; ++u) s += partial[static_cast<std::size_t>(ncols) * u + j];
-      y[j] = s;
-    }
+    PETSCMP_OMP(omp barrier)
+PETSCMP_OMP(omp for schedule(static))
+for (std::int64_t j = 0; j < ncols; ++j) {
+  double s = z ? z[j] : 0.0;
+  for (int u = 0; u < nt; ++u)
+    s += partial[static_cast<std::size_t>(ncols) * u + j];
+  y[j] = s;
+}
   }
 }
 
-template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *,
-                                 double *, int);
-template void spmv<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,
-                                 double *, int);
-template void spmv_transpose<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *,
-                                           const double *, double *, int);
-template void spmv_transpose<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *,
-                                           const double *, double *, int);
+template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *, double *,
+                                 int);
+template void spmv<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *, double *,
+                                 int);
+template void spmv_transpose<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *,
+                                           double *, int);
+template void spmv_transpose<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,
+                                           double *, int);
 
 } // namespace openmp
 } // namespace petscmp
