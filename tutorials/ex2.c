@@ -29,6 +29,8 @@ static char help[] =
 #include <petscdmda.h>
 #include <petscksp.h>
 
+#include "blocksolve.h"
+
 /* Isotropic elasticity matrix D in Voigt notation (xx, yy, zz, yz, xz, xy; engineering shear strains). */
 static void ElasticityD(PetscReal E, PetscReal nu, PetscReal D[6][6])
 {
@@ -194,53 +196,14 @@ static PetscErrorCode AssembleBodyForce(DM da, Vec b)
   PetscFunctionReturn(0);
 }
 
-/* Consecutive local blocks of size bsize (the last one smaller if needed). */
-static PetscErrorCode SetVariableBlocks(Mat A, PetscInt bsize)
-{
-  PetscInt m, nb, *bsizes;
-
-  PetscFunctionBeginUser;
-  PetscCheck(bsize > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
-             "-set_variable_blocks must be positive");
-  PetscCall(MatGetLocalSize(A, &m, NULL));
-  nb = (m + bsize - 1) / bsize;
-  PetscCall(PetscMalloc1(nb, &bsizes));
-  for (PetscInt i = 0; i < nb; i++)
-    bsizes[i] = PetscMin(bsize, m - i * bsize);
-  PetscCall(MatSetVariableBlockSizes(A, nb, bsizes));
-  PetscCall(PetscFree(bsizes));
-  PetscFunctionReturn(0);
-}
-
-static int CompareDouble(const void *a, const void *b)
-{
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double Median(PetscInt k, double *t)
-{
-  qsort(t, (size_t)k, sizeof(double), CompareDouble);
-  return k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
-}
-
 int main(int argc, char **argv)
 {
   DM da;
   Mat A;
-  Vec x, b, r;
-  KSP ksp;
-  PC pc;
-  PetscInt n = 20, repeat = 1, vblock = 0, bs, its, N;
-  PetscReal E = 1.0, nu = 0.3, rnorm, bnorm;
-  PetscBool check_symmetry = PETSC_FALSE;
-  PetscLogEvent pcapply_event;
-  PetscEventPerfInfo perf;
-  PetscLogDouble t0, t1, pc0, setup;
-  double *tsolve, *tpc, local[2], global[2];
-  MatType mtype;
-  PCType ptype;
-  KSPConvergedReason reason;
+  Vec b;
+  PetscInt n  = 20, bs;
+  PetscReal E = 1.0, nu = 0.3;
+  BlockSolveOptions solve;
   MPI_Comm comm;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -250,14 +213,9 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-n", "nodes per direction", NULL, n, &n, NULL));
   PetscCall(PetscOptionsReal("-E", "Young's modulus", NULL, E, &E, NULL));
   PetscCall(PetscOptionsReal("-nu", "Poisson ratio", NULL, nu, &nu, NULL));
-  PetscCall(PetscOptionsInt("-repeat", "number of solves (median times reported)", NULL, repeat, &repeat, NULL));
-  PetscCall(PetscOptionsInt("-set_variable_blocks", "MatSetVariableBlockSizes with local blocks of this size", NULL,
-                            vblock, &vblock, NULL));
-  PetscCall(PetscOptionsBool("-check_symmetry", "check MatIsSymmetric(A, 1e-10)", NULL, check_symmetry, &check_symmetry,
-                             NULL));
   PetscOptionsEnd();
+  PetscCall(BlockSolveOptionsRegister(comm, &solve));
   PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "-n must be at least 2");
-  PetscCheck(repeat >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-repeat must be at least 1");
   PetscCheck(E > 0 && nu > -1 && nu < 0.5, comm, PETSC_ERR_ARG_OUTOFRANGE, "Need E > 0 and -1 < nu < 0.5");
 
   PetscCall(DMDACreate3d(comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, n, n, n,
@@ -268,74 +226,10 @@ int main(int argc, char **argv)
   PetscCall(MatGetBlockSize(A, &bs));
   PetscCheck(bs == 3, comm, PETSC_ERR_PLIB, "Expected block size 3 from the DMDA, got %" PetscInt_FMT, bs);
   PetscCall(AssembleElasticity(da, E, nu, A));
-  if (vblock) PetscCall(SetVariableBlocks(A, vblock));
-  if (check_symmetry) {
-    PetscBool sym;
-    PetscCall(MatIsSymmetric(A, 1e-10, &sym));
-    PetscCall(PetscPrintf(comm, "symmetric %d\n", (int)sym));
-  }
-  PetscCall(DMCreateGlobalVector(da, &x));
-  PetscCall(VecDuplicate(x, &b));
-  PetscCall(VecDuplicate(x, &r));
+  PetscCall(DMCreateGlobalVector(da, &b));
   PetscCall(AssembleBodyForce(da, b));
-
-  PetscCall(KSPCreate(comm, &ksp));
-  PetscCall(KSPSetOperators(ksp, A, A));
-  PetscCall(KSPSetType(ksp, KSPCG));
-  PetscCall(
-      KSPSetNormType(ksp, KSP_NORM_UNPRECONDITIONED)); /* stop on ||b - A x|| / ||b||, the same test for every PC */
-  PetscCall(KSPGetPC(ksp, &pc));
-  PetscCall(PCSetType(pc, PCJACOBI));
-  PetscCall(KSPSetTolerances(ksp, 1e-8, PETSC_DEFAULT, PETSC_DEFAULT, 100000));
-  PetscCall(KSPSetFromOptions(ksp));
-  PetscCall(PetscLogEventGetId("PCApply", &pcapply_event));
-
-  PetscCallMPI(MPI_Barrier(comm));
-  PetscCall(PetscTime(&t0));
-  PetscCall(KSPSetUp(ksp));
-  PetscCall(PetscTime(&t1));
-  setup = t1 - t0;
-  PetscCall(PetscMalloc2(repeat, &tsolve, repeat, &tpc));
-  for (PetscInt rep = 0; rep < repeat; rep++) {
-    PetscCall(VecZeroEntries(x));
-    PetscCall(PetscLogEventGetPerfInfo(PETSC_DETERMINE, pcapply_event, &perf));
-    pc0 = perf.time;
-    PetscCallMPI(MPI_Barrier(comm));
-    PetscCall(PetscTime(&t0));
-    PetscCall(KSPSolve(ksp, b, x));
-    PetscCall(PetscTime(&t1));
-    PetscCall(PetscLogEventGetPerfInfo(PETSC_DETERMINE, pcapply_event, &perf));
-    local[0] = t1 - t0;
-    local[1] = perf.time - pc0;
-    PetscCall(MPIU_Allreduce(local, global, 2, MPI_DOUBLE, MPI_MAX, comm));
-    tsolve[rep] = global[0];
-    tpc[rep]    = global[1];
-  }
-  PetscCall(MPIU_Allreduce(&setup, &global[0], 1, MPI_DOUBLE, MPI_MAX, comm));
-  setup = global[0];
-  PetscCall(KSPGetIterationNumber(ksp, &its));
-  PetscCall(KSPGetConvergedReason(ksp, &reason));
-
-  /* true residual against the assembled operator */
-  PetscCall(MatMult(A, x, r));
-  PetscCall(VecAYPX(r, -1.0, b));
-  PetscCall(VecNorm(r, NORM_2, &rnorm));
-  PetscCall(VecNorm(b, NORM_2, &bnorm));
-  PetscCall(MatGetType(A, &mtype));
-  PetscCall(PCGetType(pc, &ptype));
-  PetscCall(VecGetSize(b, &N));
-  PetscCall(PetscPrintf(comm,
-                        "problem elasticity3d n %" PetscInt_FMT " dofs %" PetscInt_FMT
-                        " mat_type %s pc_type %s iterations %" PetscInt_FMT
-                        " true_residual %.6e setup_seconds %.6f solve_seconds %.6f pcapply_seconds %.6f reason %s\n",
-                        n, N, mtype, ptype, its, (double)(rnorm / bnorm), setup, Median(repeat, tsolve),
-                        Median(repeat, tpc), KSPConvergedReasons[reason]));
-
-  PetscCall(PetscFree2(tsolve, tpc));
-  PetscCall(KSPDestroy(&ksp));
-  PetscCall(VecDestroy(&x));
+  PetscCall(BlockSolveRun("elasticity3d", n, A, b, &solve));
   PetscCall(VecDestroy(&b));
-  PetscCall(VecDestroy(&r));
   PetscCall(MatDestroy(&A));
   PetscCall(DMDestroy(&da));
   PetscCall(PetscFinalize());
