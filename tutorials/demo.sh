@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make demo: the same unmodified PETSc program (tutorials/ex1.c, 3D Poisson with
+# make demo: (1) the same unmodified PETSc program (tutorials/ex1.c, 3D Poisson with
 # CG + Jacobi) run with PETSc's AIJ and with petscmp's aijmp loaded by
 # -dll_append, serial and on 2 ranks; iterations, true residual and MatMult time.
+# (2) 3D elasticity (tutorials/ex2) with PETSc's PCVPBJACOBI and with apbjacobi.
 set -euo pipefail
 build=${1:-build}
 mpiexec=${2:-mpiexec --oversubscribe}
@@ -26,3 +27,14 @@ echo
 echo "Lossless aijmp stores these values (6, -1) exactly in fp16: same iterations, same residual"
 echo "bit for bit, fewer bytes per MatMult. What aijmp stored:"
 $mpiexec -n 1 "$ex" -n 16 -dll_append "$lib" -dm_mat_type aijmp -mat_view ::ascii_info | sed -n '/aijmp storage/,/lossless:/p'
+
+# Adaptive-precision block-Jacobi on 3D elasticity (tutorials/ex2, plain PETSc, CG): PETSc's
+# PCVPBJACOBI and apbjacobi on the same 30-row blocks.
+ex2="$build/tutorials/ex2"
+n2=${DEMO_N2:-40}
+echo
+echo "petscmp demo: 3D elasticity (Q1), ${n2}^3 nodes, CG to rtol 1e-8, serial; block-Jacobi with 30-row blocks"
+printf '%-34s %s\n' "PETSc PCVPBJACOBI" "$($mpiexec -n 1 "$ex2" -n "$n2" -pc_type vpbjacobi -set_variable_blocks 30 | grep '^problem')"
+printf '%-34s %s\n' "petscmp apbjacobi (-dll_append)" "$($mpiexec -n 1 "$ex2" -n "$n2" -dll_append "$lib" -pc_type apbjacobi | grep '^problem')"
+echo "What apbjacobi stored:"
+$mpiexec -n 1 "$ex2" -n "$n2" -dll_append "$lib" -pc_type apbjacobi -ksp_view | sed -n '/adaptive-precision/,/setup seconds/p'
