@@ -17,105 +17,36 @@
 #endif
 
 #include "petscmp/core/compact_csr.hpp"
+#include "csr_matrices.hpp"
 #include "spmv.hpp"
 
 using namespace petscmp;
+using namespace petscmp_test;
 
 namespace petscmp {
 // gtest prints the parameter in test names: the mode's name, not its bytes.
-void PrintTo(StorageMode m, std::ostream *os) { *os << storage_mode_name(m); }
+void PrintTo(StorageMode m, std::ostream *os)
+{
+  *os << storage_mode_name(m);
+}
 } // namespace petscmp
 
 namespace {
 
 constexpr double kU = 0x1p-53;
-double gamma_n(double n) { return n * kU / (1 - n * kU); }
-
-// Each class is stored in one format per mode, whatever the random draws, so
-// that a matrix whose class changes every few thousand rows keeps the run
-// layout in every mode (tolerance 1e-3 included).
-double class_value(int cls, std::mt19937_64 &rng)
+double gamma_n(double n)
 {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const double sign = (rng() & 1) ? 1.0 : -1.0;
-  switch (cls) {
-  case 0: // fp16 exact
-    return sign * (static_cast<double>(rng() % 9) + 0.5);
-  case 1: // random doubles in [0.5, 2): fp16 within its unit roundoff, exact nowhere but fp64
-    return sign * (0.5 + 1.5 * u(rng));
-  case 2: // beyond fp16; exact in fp32, bf16 error >= 2^-9 (> 1e-3)
-    return sign * std::ldexp(1 + 0x1p-9 + static_cast<double>(rng() % 2048) * 0x1p-20, 17 + static_cast<int>(rng() % 4));
-  case 3: // beyond fp32; fp11_4 truncation error > 1e-3, fp11_20 error <= 2^-20
-    return sign * std::ldexp(1 + static_cast<double>(rng() % 16) * 0x1p-4 + 0x1p-8 + u(rng) * 0x1p-9, 200);
-  case 4: // double subnormals: every lossy mode falls back to fp64
-    return sign * std::ldexp(0.5 + u(rng), -1040);
-  default: // bf16 exact, beyond fp16
-    return sign * 3.0 * std::ldexp(1.0, 17 + static_cast<int>(rng() % 20));
-  }
-}
-constexpr int kClasses = 6;
-
-enum class Shape { fragmented, runs, mostly_empty };
-const char *shape_name(Shape s) { return s == Shape::fragmented ? "fragmented" : s == Shape::runs ? "runs" : "mostly_empty"; }
-
-template <typename Index> struct Matrix {
-  Index nrows = 0, ncols = 0;
-  std::vector<Index> rowptr{0}, cols;
-  std::vector<double> vals;
-  CsrView<Index> view() const
-  {
-    CsrView<Index> v;
-    v.nrows  = nrows;
-    v.ncols  = ncols;
-    v.rowptr = rowptr.data();
-    v.cols   = cols.data();
-    v.values = vals.data();
-    return v;
-  }
-  CsrPattern<Index> pattern() const { return CsrPattern<Index>{rowptr.data(), cols.data()}; }
-};
-
-// About 10 nonzeros a row. fragmented: each row draws its value class, so the
-// formats change every few rows (grouped layout); runs: the class changes every
-// 4096 rows (run layout); mostly_empty: 80% of the rows are empty.
-template <typename Index> Matrix<Index> big_matrix(Index nrows, Index ncols, Shape shape, unsigned seed)
-{
-  std::mt19937_64 rng(seed);
-  Matrix<Index> a;
-  a.nrows = nrows;
-  a.ncols = ncols;
-  a.rowptr.reserve(static_cast<std::size_t>(nrows) + 1);
-  a.cols.reserve(static_cast<std::size_t>(nrows) * 10);
-  a.vals.reserve(static_cast<std::size_t>(nrows) * 10);
-  std::vector<Index> row;
-  for (Index i = 0; i < nrows; ++i) {
-    const int cls = shape == Shape::runs ? static_cast<int>(i / 4096) % kClasses : static_cast<int>(rng() % kClasses);
-    std::size_t n = 5 + rng() % 11;
-    if (shape == Shape::mostly_empty && rng() % 10 < 8) n = 0;
-    if (i % 997 == 0) n = 0; // a few empty rows everywhere
-    row.clear();
-    for (std::size_t k = 0; k < n; ++k) row.push_back(static_cast<Index>(rng() % static_cast<std::uint64_t>(ncols)));
-    std::sort(row.begin(), row.end());
-    row.erase(std::unique(row.begin(), row.end()), row.end());
-    for (Index c : row) {
-      a.cols.push_back(c);
-      a.vals.push_back(class_value(cls, rng));
-    }
-    a.rowptr.push_back(static_cast<Index>(a.vals.size()));
-  }
-  return a;
+  return n * kU / (1 - n * kU);
 }
 
-std::vector<double> random_vector(std::size_t n, unsigned seed)
-{
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (auto &x : v) x = u(rng);
-  return v;
-}
+// Large matrices: 5 to 15 nonzeros drawn per row, classes in runs of 4096 rows,
+// 80% empty rows in mostly_empty, and a few empty rows everywhere.
+const RowRecipe kBigRows{4096, 5, 11, 8, 997};
 
-bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(double a, double b)
+{
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 template <typename Index> void compare_backends(const Matrix<Index> &a, StorageMode mode, SumOrder order, Shape shape)
 {
@@ -127,7 +58,8 @@ template <typename Index> void compare_backends(const Matrix<Index> &a, StorageM
   const CompactCsr A = build_compact_csr(a.view(), opts);
   if (!A.entry_split()) {
     bool grouped = false;
-    for (const auto &b : A.blocks) grouped |= b.grouped();
+    for (const auto &b : A.blocks)
+      grouped |= b.grouped();
     ASSERT_EQ(grouped, shape != Shape::runs) << "the test matrix does not have the layout it is meant to have";
     if (shape == Shape::runs) {
       ASSERT_GT(A.blocks.size(), 1u);
@@ -157,13 +89,16 @@ template <typename Index> void compare_backends(const Matrix<Index> &a, StorageM
     SCOPED_TRACE("threads " + std::to_string(nt));
     std::vector<double> y(nr, 5.0);
     openmp::spmv(A, p, x.data(), nullptr, y.data(), nt);
-    for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
+    for (std::size_t i = 0; i < nr; ++i)
+      ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
     std::fill(y.begin(), y.end(), 5.0);
     openmp::spmv(A, p, x.data(), z.data(), y.data(), nt);
-    for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
+    for (std::size_t i = 0; i < nr; ++i)
+      ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
     y = z; // z aliasing y
     openmp::spmv(A, p, x.data(), y.data(), y.data(), nt);
-    for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
+    for (std::size_t i = 0; i < nr; ++i)
+      ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
 
     std::vector<double> t(nc, 5.0), tz(nc, 5.0), ta = zt;
     openmp::spmv_transpose(A, p, xt.data(), nullptr, t.data(), nt);
@@ -191,13 +126,12 @@ template <typename Index> void run_mode(StorageMode mode)
   const Index nrows = sizeof(Index) == 4 ? 200000 : 60000;
   for (Shape shape : {Shape::fragmented, Shape::runs}) {
     const Index n         = shape == Shape::runs ? nrows / 2 : nrows;
-    const Matrix<Index> a = big_matrix<Index>(n, Index(20000), shape, 31 + static_cast<unsigned>(shape));
+    const Matrix<Index> a = random_matrix<Index>(n, Index(20000), shape, 31 + static_cast<unsigned>(shape), kBigRows);
     compare_backends(a, mode, SumOrder::sequential, shape);
-    if (mode == StorageMode::lossless || mode == StorageMode::fp16)
-      compare_backends(a, mode, SumOrder::paired, shape);
+    if (mode == StorageMode::lossless || mode == StorageMode::fp16) compare_backends(a, mode, SumOrder::paired, shape);
   }
   // the off-diagonal block of an MPI matrix: rectangular, mostly empty rows
-  const Matrix<Index> b = big_matrix<Index>(Index(50000), Index(3000), Shape::mostly_empty, 37);
+  const Matrix<Index> b = random_matrix<Index>(Index(50000), Index(3000), Shape::mostly_empty, 37, kBigRows);
   compare_backends(b, mode, SumOrder::paired, Shape::mostly_empty);
 }
 
@@ -205,13 +139,19 @@ class SpmvOpenmp : public ::testing::TestWithParam<StorageMode> {};
 
 } // namespace
 
-TEST_P(SpmvOpenmp, MatchesReferenceInt32) { run_mode<std::int32_t>(GetParam()); }
-TEST_P(SpmvOpenmp, MatchesReferenceInt64) { run_mode<std::int64_t>(GetParam()); }
+TEST_P(SpmvOpenmp, MatchesReferenceInt32)
+{
+  run_mode<std::int32_t>(GetParam());
+}
+TEST_P(SpmvOpenmp, MatchesReferenceInt64)
+{
+  run_mode<std::int64_t>(GetParam());
+}
 
 INSTANTIATE_TEST_SUITE_P(Modes, SpmvOpenmp,
-                         ::testing::Values(StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
-                                           StorageMode::fp11_20, StorageMode::fp11_4, StorageMode::tolerance,
-                                           StorageMode::rowsplit, StorageMode::entrysplit),
+                         ::testing::Values(StorageMode::lossless, StorageMode::fp32, StorageMode::fp16,
+                                           StorageMode::bf16, StorageMode::fp11_20, StorageMode::fp11_4,
+                                           StorageMode::tolerance, StorageMode::rowsplit, StorageMode::entrysplit),
                          [](const ::testing::TestParamInfo<StorageMode> &info) {
                            return std::string(storage_mode_name(info.param));
                          });
@@ -418,10 +358,10 @@ TEST(SpmvOpenmpThreads, MoreThreadsThanRows)
 // OMP_THREAD_LIMIT=2 and 3 requested threads.
 TEST(SpmvOpenmpThreads, SmallerTeamThanRequested)
 {
-  const Matrix<std::int32_t> a = big_matrix<std::int32_t>(20000, 20000, Shape::fragmented, 41);
+  const Matrix<std::int32_t> a = random_matrix<std::int32_t>(20000, 20000, Shape::fragmented, 41, kBigRows);
   StorageOptions opts;
-  opts.mode          = StorageMode::fp16;
-  const CompactCsr A = build_compact_csr(a.view(), opts);
+  opts.mode                   = StorageMode::fp16;
+  const CompactCsr A          = build_compact_csr(a.view(), opts);
   const std::vector<double> x = random_vector(20000, 5);
   std::vector<double> ref(20000), reft(20000);
   reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
@@ -444,8 +384,10 @@ TEST(SpmvOpenmpThreads, SmallerTeamThanRequested)
     }
   for (int id = 0; id < 2; ++id) {
     std::size_t wrong = 0, wrongt = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) wrong += !same(ys[id][i], ref[i]);
-    for (std::size_t j = 0; j < reft.size(); ++j) wrongt += std::fabs(ts[id][j] - reft[j]) > 2 * gamma_n(colcount[j] + 4) * colmag[j];
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      wrong += !same(ys[id][i], ref[i]);
+    for (std::size_t j = 0; j < reft.size(); ++j)
+      wrongt += std::fabs(ts[id][j] - reft[j]) > 2 * gamma_n(colcount[j] + 4) * colmag[j];
     EXPECT_EQ(wrong, 0u) << "spmv: rows not computed by a smaller team";
     EXPECT_EQ(wrongt, 0u) << "spmv_transpose: rows not accumulated by a smaller team";
   }

@@ -12,92 +12,18 @@
 #include <vector>
 
 #include "petscmp/core/compact_csr.hpp"
+#include "csr_matrices.hpp"
 #include "spmv.hpp"
 
 using namespace petscmp;
+using namespace petscmp_test;
 
 namespace {
 
 constexpr double kU = 0x1p-53;
-double gamma_n(double n) { return n * kU / (1 - n * kU); }
-
-// Value classes: each row draws its values from one, so the modes choose
-// different formats for different rows.
-// Each class is stored in one format per mode, whatever the random draws, so
-// that a matrix whose class changes every few thousand rows keeps the run
-// layout in every mode (tolerance 1e-3 included).
-double class_value(int cls, std::mt19937_64 &rng)
+double gamma_n(double n)
 {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  const double sign = (rng() & 1) ? 1.0 : -1.0;
-  switch (cls) {
-  case 0: // fp16 exact
-    return sign * (static_cast<double>(rng() % 9) + 0.5);
-  case 1: // random doubles in [0.5, 2): fp16 within its unit roundoff, exact nowhere but fp64
-    return sign * (0.5 + 1.5 * u(rng));
-  case 2: // beyond fp16; exact in fp32, bf16 error >= 2^-9 (> 1e-3)
-    return sign * std::ldexp(1 + 0x1p-9 + static_cast<double>(rng() % 2048) * 0x1p-20, 17 + static_cast<int>(rng() % 4));
-  case 3: // beyond fp32; fp11_4 truncation error > 1e-3, fp11_20 error <= 2^-20
-    return sign * std::ldexp(1 + static_cast<double>(rng() % 16) * 0x1p-4 + 0x1p-8 + u(rng) * 0x1p-9, 200);
-  case 4: // double subnormals: every lossy mode falls back to fp64
-    return sign * std::ldexp(0.5 + u(rng), -1040);
-  default: // bf16 exact, beyond fp16
-    return sign * 3.0 * std::ldexp(1.0, 17 + static_cast<int>(rng() % 20));
-  }
-}
-constexpr int kClasses = 6;
-
-enum class Shape { fragmented, runs, mostly_empty };
-const char *shape_name(Shape s) { return s == Shape::fragmented ? "fragmented" : s == Shape::runs ? "runs" : "mostly_empty"; }
-
-template <typename Index> struct Matrix {
-  Index nrows = 0, ncols = 0;
-  std::vector<Index> rowptr{0}, cols;
-  std::vector<double> vals;
-  CsrView<Index> view() const
-  {
-    CsrView<Index> v;
-    v.nrows  = nrows;
-    v.ncols  = ncols;
-    v.rowptr = rowptr.data();
-    v.cols   = cols.data();
-    v.values = vals.data();
-    return v;
-  }
-  CsrPattern<Index> pattern() const { return CsrPattern<Index>{rowptr.data(), cols.data()}; }
-};
-
-template <typename Index> Matrix<Index> random_matrix(Index nrows, Index ncols, Shape shape, unsigned seed)
-{
-  std::mt19937_64 rng(seed);
-  Matrix<Index> a;
-  a.nrows = nrows;
-  a.ncols = ncols;
-  std::vector<Index> row;
-  for (Index i = 0; i < nrows; ++i) {
-    const int cls = shape == Shape::runs ? static_cast<int>(i / 64) % kClasses : static_cast<int>(rng() % kClasses);
-    std::size_t n = rng() % 12;
-    if (shape == Shape::mostly_empty && rng() % 10 < 7) n = 0;
-    row.clear();
-    for (std::size_t k = 0; k < n; ++k) row.push_back(static_cast<Index>(rng() % static_cast<std::uint64_t>(ncols)));
-    std::sort(row.begin(), row.end());
-    row.erase(std::unique(row.begin(), row.end()), row.end());
-    for (Index c : row) {
-      a.cols.push_back(c);
-      a.vals.push_back(class_value(cls, rng));
-    }
-    a.rowptr.push_back(static_cast<Index>(a.vals.size()));
-  }
-  return a;
-}
-
-std::vector<double> random_vector(std::size_t n, unsigned seed)
-{
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (auto &x : v) x = u(rng);
-  return v;
+  return n * kU / (1 - n * kU);
 }
 
 // The value each master entry has in the compact copy, and which pass adds it
@@ -148,10 +74,12 @@ std::vector<double> loop_spmv(const Matrix<Index> &a, const Stored &s, SumOrder 
         for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
           if (s.pass[k] == pass) sum += s.vals[k] * x[a.cols[k]];
     } else if (order == SumOrder::sequential) {
-      for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) sum += s.vals[k] * x[a.cols[k]];
+      for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+        sum += s.vals[k] * x[a.cols[k]];
     } else {
       Index k = a.rowptr[i];
-      for (; k + 1 < a.rowptr[i + 1]; k += 2) sum += s.vals[k] * x[a.cols[k]] + s.vals[k + 1] * x[a.cols[k + 1]];
+      for (; k + 1 < a.rowptr[i + 1]; k += 2)
+        sum += s.vals[k] * x[a.cols[k]] + s.vals[k + 1] * x[a.cols[k + 1]];
       if (k < a.rowptr[i + 1]) sum += s.vals[k] * x[a.cols[k]];
     }
     y[i] = sum;
@@ -161,19 +89,24 @@ std::vector<double> loop_spmv(const Matrix<Index> &a, const Stored &s, SumOrder 
 
 // y = A^T x (+ z), rows in order.
 template <typename Index>
-std::vector<double> loop_spmv_transpose(const Matrix<Index> &a, const std::vector<double> &vals, const std::vector<double> &x,
-                                        const std::vector<double> *z)
+std::vector<double> loop_spmv_transpose(const Matrix<Index> &a, const std::vector<double> &vals,
+                                        const std::vector<double> &x, const std::vector<double> *z)
 {
   std::vector<double> y(static_cast<std::size_t>(a.ncols), 0.0);
   if (z) y = *z;
   for (Index i = 0; i < a.nrows; ++i)
-    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) y[a.cols[k]] += vals[k] * x[i];
+    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+      y[a.cols[k]] += vals[k] * x[i];
   return y;
 }
 
-bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(double a, double b)
+{
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
-template <typename Index> class SpmvReference : public ::testing::Test {};
+template <typename Index> class SpmvReference : public ::testing::Test {
+};
 using IndexTypes = ::testing::Types<std::int32_t, std::int64_t>;
 TYPED_TEST_SUITE(SpmvReference, IndexTypes);
 
@@ -191,11 +124,12 @@ template <typename Index> void check_case(const Matrix<Index> &a, const StorageO
   const bool split   = opts.mode == StorageMode::entrysplit;
   ASSERT_EQ(A.entry_split(), split);
   bool grouped = false;
-  for (const auto &b : A.blocks) grouped |= b.grouped();
+  for (const auto &b : A.blocks)
+    grouped |= b.grouped();
   if (!split) {
     ASSERT_EQ(grouped, expect_grouped) << "the test matrix does not have the layout it is meant to have";
   }
-  const Stored s = stored_values(a, opts);
+  const Stored s       = stored_values(a, opts);
   const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
   const std::vector<double> x = random_vector(nc, 101), z = random_vector(nr, 102);
   const std::vector<double> xt = random_vector(nr, 103), zt = random_vector(nc, 104);
@@ -204,14 +138,17 @@ template <typename Index> void check_case(const Matrix<Index> &a, const StorageO
   std::vector<double> y(nr, 7.0);
   reference::spmv(A, a.pattern(), x.data(), nullptr, y.data());
   const std::vector<double> want = loop_spmv(a, s, opts.order, split, x, nullptr);
-  for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(y[i], want[i])) << "row " << i << ": " << y[i] << " vs " << want[i];
+  for (std::size_t i = 0; i < nr; ++i)
+    ASSERT_TRUE(same(y[i], want[i])) << "row " << i << ": " << y[i] << " vs " << want[i];
   std::vector<double> yz(nr, 7.0);
   reference::spmv(A, a.pattern(), x.data(), z.data(), yz.data());
   const std::vector<double> wantz = loop_spmv(a, s, opts.order, split, x, &z);
-  for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(yz[i], wantz[i])) << "row " << i;
+  for (std::size_t i = 0; i < nr; ++i)
+    ASSERT_TRUE(same(yz[i], wantz[i])) << "row " << i;
   std::vector<double> ya = z; // z aliasing y
   reference::spmv(A, a.pattern(), x.data(), ya.data(), ya.data());
-  for (std::size_t i = 0; i < nr; ++i) ASSERT_TRUE(same(ya[i], wantz[i])) << "row " << i;
+  for (std::size_t i = 0; i < nr; ++i)
+    ASSERT_TRUE(same(ya[i], wantz[i])) << "row " << i;
 
   // ---- against a dense product of the *original* values (column order reversed):
   // |y - y_dense| <= sum_j |a_ij - s_ij| |x_j| + 2 gamma_(n+1) (|z_i| + sum_j |a_ij x_j| (1 + u_ij))
@@ -240,7 +177,8 @@ template <typename Index> void check_case(const Matrix<Index> &a, const StorageO
   reference::spmv_transpose(A, a.pattern(), xt.data(), nullptr, t.data());
   reference::spmv_transpose(A, a.pattern(), xt.data(), zt.data(), tz.data());
   reference::spmv_transpose(A, a.pattern(), xt.data(), ta.data(), ta.data());
-  const std::vector<double> tw = loop_spmv_transpose(a, s.vals, xt, nullptr), twz = loop_spmv_transpose(a, s.vals, xt, &zt);
+  const std::vector<double> tw  = loop_spmv_transpose(a, s.vals, xt, nullptr),
+                            twz = loop_spmv_transpose(a, s.vals, xt, &zt);
   std::vector<double> colmag(nc, 0.0), colcount(nc, 1.0);
   for (Index i = 0; i < a.nrows; ++i)
     for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
@@ -297,8 +235,10 @@ TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
         double sum = z[i];
         Index k    = a.rowptr[i];
         if (order == SumOrder::paired)
-          for (; k + 1 < a.rowptr[i + 1]; k += 2) sum += a.vals[k] * x[a.cols[k]] + a.vals[k + 1] * x[a.cols[k + 1]];
-        for (; k < a.rowptr[i + 1]; ++k) sum += a.vals[k] * x[a.cols[k]];
+          for (; k + 1 < a.rowptr[i + 1]; k += 2)
+            sum += a.vals[k] * x[a.cols[k]] + a.vals[k + 1] * x[a.cols[k + 1]];
+        for (; k < a.rowptr[i + 1]; ++k)
+          sum += a.vals[k] * x[a.cols[k]];
         ASSERT_TRUE(same(y[i], sum)) << shape_name(shape) << " row " << i;
       }
     }
@@ -308,16 +248,17 @@ TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
 TYPED_TEST(SpmvReference, PairedDiffersFromSequential)
 {
   // The two orders are really different (else the tests above could not tell them apart).
-  using Index           = TypeParam;
-  const Matrix<Index> a = random_matrix<Index>(Index(400), Index(400), Shape::runs, 19);
+  using Index                 = TypeParam;
+  const Matrix<Index> a       = random_matrix<Index>(Index(400), Index(400), Shape::runs, 19);
   const std::vector<double> x = random_vector(400, 3);
   std::vector<double> ys(400), yp(400);
-  reference::spmv(build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::sequential)), a.pattern(), x.data(),
-                  nullptr, ys.data());
+  reference::spmv(build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::sequential)), a.pattern(),
+                  x.data(), nullptr, ys.data());
   reference::spmv(build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::paired)), a.pattern(), x.data(),
                   nullptr, yp.data());
   int differ = 0;
-  for (std::size_t i = 0; i < 400; ++i) differ += !same(ys[i], yp[i]);
+  for (std::size_t i = 0; i < 400; ++i)
+    differ += !same(ys[i], yp[i]);
   EXPECT_GT(differ, 0);
 }
 
@@ -325,15 +266,16 @@ TYPED_TEST(SpmvReference, EmptyAndTinyMatrices)
 {
   using Index = TypeParam;
   Matrix<Index> a; // 3 x 2, all rows empty
-  a.nrows = 3;
-  a.ncols = 2;
+  a.nrows  = 3;
+  a.ncols  = 2;
   a.rowptr = {0, 0, 0, 0};
   for (int mi = 0; mi < kStorageModeCount; ++mi) {
     const CompactCsr A = build_compact_csr(a.view(), options(static_cast<StorageMode>(mi), SumOrder::sequential));
     const double x[2] = {1, 2}, z[3] = {3, 4, 5}, xt[3] = {1, 1, 1}, zt[2] = {-1, -2};
     double y[3] = {9, 9, 9}, t[2] = {9, 9};
     reference::spmv(A, a.pattern(), x, nullptr, y);
-    for (double v : y) EXPECT_EQ(v, 0.0);
+    for (double v : y)
+      EXPECT_EQ(v, 0.0);
     reference::spmv(A, a.pattern(), x, z, y);
     EXPECT_EQ(y[0], 3.0);
     EXPECT_EQ(y[2], 5.0);
@@ -343,11 +285,11 @@ TYPED_TEST(SpmvReference, EmptyAndTinyMatrices)
   }
   // a 2 x 3 matrix by hand: [[1, 0, 2], [0, 0.1, 0]]
   Matrix<Index> b;
-  b.nrows  = 2;
-  b.ncols  = 3;
-  b.rowptr = {0, 2, 3};
-  b.cols   = {0, 2, 1};
-  b.vals   = {1, 2, 0.1};
+  b.nrows           = 2;
+  b.ncols           = 3;
+  b.rowptr          = {0, 2, 3};
+  b.cols            = {0, 2, 1};
+  b.vals            = {1, 2, 0.1};
   const double x[3] = {1, 10, 100}, xt[2] = {1, 10};
   for (int mi = 0; mi < kStorageModeCount; ++mi) {
     const StorageMode mode = static_cast<StorageMode>(mi);
@@ -360,12 +302,14 @@ TYPED_TEST(SpmvReference, EmptyAndTinyMatrices)
     EXPECT_EQ(t[2], 2.0) << storage_mode_name(mode);
     // 0.1 as stored: fp16 0.0999755859375, fp32 0.100000001490116..., fp11_4 0.09765625;
     // rowsplit: r = 0.1 * mean(1, 2, 0.1) = 0.103 puts the row {0.1} in fp32
-    const double s01 = mode == StorageMode::lossless ? 0.1 : round_trip(
-                           mode == StorageMode::fp16 || mode == StorageMode::tolerance ? Format::fp16
-                           : mode == StorageMode::bf16                                 ? Format::bf16
-                           : mode == StorageMode::fp11_20                              ? Format::fp11_20
-                           : mode == StorageMode::fp11_4                               ? Format::fp11_4
-                                                                                       : Format::fp32, 0.1);
+    const double s01 = mode == StorageMode::lossless
+                           ? 0.1
+                           : round_trip(mode == StorageMode::fp16 || mode == StorageMode::tolerance ? Format::fp16
+                                        : mode == StorageMode::bf16                                 ? Format::bf16
+                                        : mode == StorageMode::fp11_20                              ? Format::fp11_20
+                                        : mode == StorageMode::fp11_4                               ? Format::fp11_4
+                                                                                                    : Format::fp32,
+                                        0.1);
     EXPECT_EQ(y[1], s01 * 10) << storage_mode_name(mode);
     EXPECT_EQ(t[1], s01 * 10) << storage_mode_name(mode);
   }
