@@ -3,9 +3,11 @@
 
 #include "mat/aijmp/aijmpimpl.h"
 
-const char *const MatAIJMPStorages[] = {"lossless", "fp32",     "fp16",       "bf16",            "fp11_20", "fp11_4",
-                                        "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage", "MAT_AIJMP_", nullptr};
-const char *const PetscMPFormats[]   = {"fp64", "fp32", "fp16", "bf16", "fp11_20", "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
+const char *const MatAIJMPStorages[] = {"lossless",   "fp32",      "fp16",     "bf16",       "fp11_20",
+                                        "fp11_4",     "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage",
+                                        "MAT_AIJMP_", nullptr};
+const char *const PetscMPFormats[]   = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
+                                        "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
 
 namespace petscmp {
 
@@ -20,7 +22,8 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
   PetscBool flg;
 
   PetscFunctionBegin;
-  PetscOptionsBegin(PetscObjectComm((PetscObject)A), ((PetscObject)A)->prefix, "AIJMP (compact-precision AIJ) options", "Mat");
+  PetscOptionsBegin(PetscObjectComm((PetscObject)A), ((PetscObject)A)->prefix, "AIJMP (compact-precision AIJ) options",
+                    "Mat");
   PetscCall(PetscOptionsEnum("-mat_aijmp_storage", "How values are stored (products always compute in fp64)",
                              "MatAIJMPSetStorage", MatAIJMPStorages, (PetscEnum)mode, (PetscEnum *)&mode, &flg));
   if (flg) s.opts.mode = static_cast<StorageMode>(mode);
@@ -28,8 +31,9 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
                              "MatAIJMPSetTolerance", s.opts.tolerance, &s.opts.tolerance, nullptr));
   PetscCall(PetscOptionsReal("-mat_aijmp_range_factor", "Rowsplit: range r = factor * mean|a|", "MatAIJMPSetRowSplit",
                              s.opts.range_factor, &s.opts.range_factor, nullptr));
-  PetscCall(PetscOptionsReal("-mat_aijmp_row_fraction", "Rowsplit: a row is fp32 when this fraction of it lies in (-r,r)",
-                             "MatAIJMPSetRowSplit", s.opts.row_fraction, &s.opts.row_fraction, nullptr));
+  PetscCall(PetscOptionsReal("-mat_aijmp_row_fraction",
+                             "Rowsplit: a row is fp32 when this fraction of it lies in (-r,r)", "MatAIJMPSetRowSplit",
+                             s.opts.row_fraction, &s.opts.row_fraction, nullptr));
   PetscCall(PetscOptionsReal("-mat_aijmp_range", "Entrysplit: entries with |a| < range are stored in fp32",
                              "MatAIJMPSetEntrySplitRange", s.opts.range, &s.opts.range, nullptr));
   PetscCall(PetscOptionsInt("-mat_aijmp_threads", "OpenMP threads per process for products (0: 1, or OMP_NUM_THREADS)",
@@ -52,16 +56,20 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s)
   if (s.options_read) PetscFunctionReturn(0);
   s.options_read = true;
   if (!(s.explicitly_set & kSetStorage)) {
-    PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_storage", MatAIJMPStorages, kStorageModeCount, &mode, &flg));
+    PetscCall(
+        PetscOptionsGetEList(options, prefix, "-mat_aijmp_storage", MatAIJMPStorages, kStorageModeCount, &mode, &flg));
     if (flg) s.opts.mode = static_cast<StorageMode>(mode);
   }
-  if (!(s.explicitly_set & kSetTolerance)) PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_tolerance", &s.opts.tolerance, nullptr));
+  if (!(s.explicitly_set & kSetTolerance))
+    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_tolerance", &s.opts.tolerance, nullptr));
   if (!(s.explicitly_set & kSetRowSplit)) {
     PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range_factor", &s.opts.range_factor, nullptr));
     PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_row_fraction", &s.opts.row_fraction, nullptr));
   }
-  if (!(s.explicitly_set & kSetRange)) PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range", &s.opts.range, nullptr));
-  if (!(s.explicitly_set & kSetThreads)) PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_threads", &s.nthreads, nullptr));
+  if (!(s.explicitly_set & kSetRange))
+    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range", &s.opts.range, nullptr));
+  if (!(s.explicitly_set & kSetThreads))
+    PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_threads", &s.nthreads, nullptr));
   PetscFunctionReturn(0);
 }
 
@@ -83,32 +91,43 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   PetscInt64 nnz = 0;
 
   PetscFunctionBegin;
-  for (int f = 0; f < kFormatCount; ++f) nnz += info.nnz[f];
+  for (int f = 0; f < kFormatCount; ++f)
+    nnz += info.nnz[f];
   PetscCall(PetscViewerASCIIPushTab(viewer));
   char params[128] = "";
-  if (s.opts.mode == StorageMode::tolerance) PetscCall(PetscSNPrintf(params, sizeof params, " (tolerance %g)", (double)s.opts.tolerance));
+  if (s.opts.mode == StorageMode::tolerance)
+    PetscCall(PetscSNPrintf(params, sizeof params, " (tolerance %g)", (double)s.opts.tolerance));
   if (s.opts.mode == StorageMode::rowsplit)
-    PetscCall(PetscSNPrintf(params, sizeof params, " (range factor %g, row fraction %g)", (double)s.opts.range_factor, (double)s.opts.row_fraction));
-  if (s.opts.mode == StorageMode::entrysplit) PetscCall(PetscSNPrintf(params, sizeof params, " (range %g)", (double)s.opts.range));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "aijmp storage: %s%s; products compute in fp64\n", storage_mode_name(s.opts.mode), params));
+    PetscCall(PetscSNPrintf(params, sizeof params, " (range factor %g, row fraction %g)", (double)s.opts.range_factor,
+                            (double)s.opts.row_fraction));
+  if (s.opts.mode == StorageMode::entrysplit)
+    PetscCall(PetscSNPrintf(params, sizeof params, " (range %g)", (double)s.opts.range));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "aijmp storage: %s%s; products compute in fp64\n",
+                                   storage_mode_name(s.opts.mode), params));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  format    rows         nonzeros       max rel. perturbation\n"));
   double worst = 0.0;
   for (int f = 0; f < kFormatCount; ++f) {
     if (!info.nnz[f] && !info.rows[f]) continue;
     worst = PetscMax(worst, (double)info.max_rel_error[f]);
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  %-8s  %-11" PetscInt64_FMT "  %-13" PetscInt64_FMT "  %.3e\n", PetscMPFormats[f],
-                                     info.rows[f], info.nnz[f], (double)info.max_rel_error[f]));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  %-8s  %-11" PetscInt64_FMT "  %-13" PetscInt64_FMT "  %.3e\n",
+                                     PetscMPFormats[f], info.rows[f], info.nnz[f], (double)info.max_rel_error[f]));
   }
   const double per_nnz = nnz ? info.bytes / (double)nnz : 0.0, aij_per_nnz = nnz ? info.aij_bytes / (double)nnz : 0.0;
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  bytes per nonzero read by MatMult (values + indices): %.3g, AIJ %.3g (%.2fx less)\n",
-                                   per_nnz, aij_per_nnz, per_nnz > 0 ? aij_per_nnz / per_nnz : 1.0));
+  PetscCall(PetscViewerASCIIPrintf(
+      viewer, "  bytes per nonzero read by MatMult (values + indices): %.3g, AIJ %.3g (%.2fx less)\n", per_nnz,
+      aij_per_nnz, per_nnz > 0 ? aij_per_nnz / per_nnz : 1.0));
   if (s.opts.mode == StorageMode::lossless) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));
   } else if (worst == 0.0) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  lossy mode, but every value of this matrix was stored exactly: the operator is unchanged\n"));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  lossy mode, but every value of this matrix was stored exactly: the operator is unchanged\n"));
   } else {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  LOSSY: products use a perturbed operator A+E with |E_ij| <= %.3g |A_ij| (largest change made);\n", worst));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  residuals a KSP reports are measured against A+E, not the assembled A\n"));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  LOSSY: products use a perturbed operator A+E with |E_ij| <= %.3g |A_ij| (largest change made);\n",
+        worst));
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, "  residuals a KSP reports are measured against A+E, not the assembled A\n"));
   }
   PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
@@ -163,8 +182,8 @@ PetscErrorCode MatAIJMPSetStorage(Mat A, MatAIJMPStorage storage)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
-             "Unknown aijmp storage %d", (int)storage);
+  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A),
+             PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp storage %d", (int)storage);
   PetscCall(AIJMPGetSettings(A, &s));
   if (!s) PetscFunctionReturn(0);
   s->opts.mode = static_cast<StorageMode>(storage);
@@ -222,7 +241,8 @@ PetscErrorCode MatAIJMPSetTolerance(Mat A, PetscReal tol)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(tol >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The aijmp tolerance must be nonnegative, not %g", (double)tol);
+  PetscCheck(tol >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "The aijmp tolerance must be nonnegative, not %g", (double)tol);
   PetscCall(AIJMPGetSettings(A, &s));
   if (!s) PetscFunctionReturn(0);
   s->opts.tolerance = tol;
@@ -239,7 +259,8 @@ PetscErrorCode MatAIJMPSetTolerance(Mat A, PetscReal tol)
    Input Parameters:
 +  A - the matrix
 .  range_factor - the range is r = range_factor * mean|a| over all nonzeros of the matrix (default 0.1)
--  row_fraction - a row is stored in fp32 when at least this fraction of its values lie in (-r, r) and all fit fp32 (default 0.99)
+-  row_fraction - a row is stored in fp32 when at least this fraction of its values lie in (-r, r) and all fit fp32
+(default 0.99)
 
    Options Database Keys:
 +  -mat_aijmp_range_factor <f> - the range factor
@@ -255,8 +276,10 @@ PetscErrorCode MatAIJMPSetRowSplit(Mat A, PetscReal range_factor, PetscReal row_
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(range_factor > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The rowsplit range factor must be positive, not %g", (double)range_factor);
-  PetscCheck(row_fraction >= 0 && row_fraction <= 1, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The rowsplit row fraction must lie in [0, 1], not %g", (double)row_fraction);
+  PetscCheck(range_factor > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "The rowsplit range factor must be positive, not %g", (double)range_factor);
+  PetscCheck(row_fraction >= 0 && row_fraction <= 1, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "The rowsplit row fraction must lie in [0, 1], not %g", (double)row_fraction);
   PetscCall(AIJMPGetSettings(A, &s));
   if (!s) PetscFunctionReturn(0);
   s->opts.range_factor = range_factor;
@@ -267,7 +290,8 @@ PetscErrorCode MatAIJMPSetRowSplit(Mat A, PetscReal range_factor, PetscReal row_
 }
 
 /*@
-   MatAIJMPSetEntrySplitRange - Sets the range of the `MAT_AIJMP_ENTRYSPLIT` storage: entries with |a| < range go to fp32
+   MatAIJMPSetEntrySplitRange - Sets the range of the `MAT_AIJMP_ENTRYSPLIT` storage: entries with |a| < range go to
+fp32
 
    Logically Collective
 
@@ -288,7 +312,8 @@ PetscErrorCode MatAIJMPSetEntrySplitRange(Mat A, PetscReal range)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(range >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The entrysplit range must be nonnegative, not %g", (double)range);
+  PetscCheck(range >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "The entrysplit range must be nonnegative, not %g", (double)range);
   PetscCall(AIJMPGetSettings(A, &s));
   if (!s) PetscFunctionReturn(0);
   s->opts.range = range;
@@ -319,7 +344,8 @@ PetscErrorCode MatAIJMPSetNumThreads(Mat A, PetscInt nthreads)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(nthreads >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE, "The thread count must be nonnegative, not %" PetscInt_FMT, nthreads);
+  PetscCheck(nthreads >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "The thread count must be nonnegative, not %" PetscInt_FMT, nthreads);
   PetscCall(AIJMPGetSettings(A, &s));
   if (!s) PetscFunctionReturn(0);
   s->nthreads = nthreads;
@@ -350,7 +376,8 @@ PetscErrorCode MatAIJMPGetInfo(Mat A, MatAIJMPInfo *info)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCall(PetscObjectQueryFunction((PetscObject)A, "MatAIJMPGetInfo_C", &f));
-  PetscCheck(f, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "MatAIJMPGetInfo() needs a matrix of type aijmp, not %s",
+  PetscCheck(f, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG,
+             "MatAIJMPGetInfo() needs a matrix of type aijmp, not %s",
              ((PetscObject)A)->type_name ? ((PetscObject)A)->type_name : "(no type)");
   PetscCall((*f)(A, info));
   PetscFunctionReturn(0);

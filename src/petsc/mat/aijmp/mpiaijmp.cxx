@@ -14,7 +14,10 @@ using namespace petscmp;
 
 namespace {
 
-MPIAIJMP *data_of(Mat A) { return static_cast<MPIAIJMP *>(A->spptr); }
+MPIAIJMP *data_of(Mat A)
+{
+  return static_cast<MPIAIJMP *>(A->spptr);
+}
 
 PetscErrorCode blocks_of(Mat A, Mat *Ad, Mat *Ao)
 {
@@ -58,7 +61,7 @@ PetscErrorCode prepare(Mat A)
   PetscCall(SeqAIJMPIsCurrent(Ao, &current_o));
   PetscObjectState state;
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-  PetscBool stale = (!current_d || !current_o || state != d->built_state) ? PETSC_TRUE : PETSC_FALSE;
+  PetscBool stale            = (!current_d || !current_o || state != d->built_state) ? PETSC_TRUE : PETSC_FALSE;
   const StorageOptions &base = d->settings.opts;
   // rowsplit's range is global: every rank must take part in the reduction
   if (base.mode == StorageMode::rowsplit)
@@ -74,7 +77,10 @@ PetscErrorCode prepare(Mat A)
   PetscCall(SeqAIJMPSumOrder(Ao, &oo.order));
   if (base.mode == StorageMode::rowsplit && base.mean_abs_value < 0) {
     AbsSum sd, so;
-    PetscCall(guarded([&] { sd = abs_value_sum(vd); so = abs_value_sum(vo); }));
+    PetscCall(guarded([&] {
+      sd = abs_value_sum(vd);
+      so = abs_value_sum(vo);
+    }));
     double sums[2] = {sd.sum + so.sum, static_cast<double>(sd.count + so.count)};
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, PetscObjectComm((PetscObject)A)));
     od.mean_abs_value = oo.mean_abs_value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
@@ -86,8 +92,8 @@ PetscErrorCode prepare(Mat A)
       co = std::make_unique<CompactCsr>(build_entry_split(vo, oo));
     } else {
       const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<PetscInt>>{vd, vo}, od);
-      cd = std::make_unique<CompactCsr>(assemble_compact_csr(vd, formats, od));
-      co = std::make_unique<CompactCsr>(assemble_compact_csr(vo, formats, oo));
+      cd                                = std::make_unique<CompactCsr>(assemble_compact_csr(vd, formats, od));
+      co                                = std::make_unique<CompactCsr>(assemble_compact_csr(vo, formats, oo));
     }
   }));
   PetscCall(SeqAIJMPSetSettings(Ad, d->settings));
@@ -148,7 +154,8 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   }
   // a row counts once, in the diagonal block (both blocks store it in the same format)
   PetscCall(MatAIJMPGetInfo(blocks[0], &part));
-  for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f) info->rows[f] = part.rows[f];
+  for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f)
+    info->rows[f] = part.rows[f];
   MPI_Comm comm = PetscObjectComm((PetscObject)A);
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
@@ -203,7 +210,8 @@ PetscErrorCode MatDuplicate_MPIAIJMP(Mat A, MatDuplicateOption op, Mat *B)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode MatMPIAIJSetPreallocation_MPIAIJMP(Mat B, PetscInt d_nz, const PetscInt d_nnz[], PetscInt o_nz, const PetscInt o_nnz[])
+PetscErrorCode MatMPIAIJSetPreallocation_MPIAIJMP(Mat B, PetscInt d_nz, const PetscInt d_nnz[], PetscInt o_nz,
+                                                  const PetscInt o_nnz[])
 {
   PetscFunctionBegin;
   PetscCall(data_of(B)->preallocation(B, d_nz, d_nnz, o_nz, o_nnz));
@@ -224,7 +232,8 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_aijmp_C", on ? MatConvert_MPIAIJ_MPIAIJMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetSettings_C", on ? MatAIJMPGetSettings_MPIAIJMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetInfo_C", on ? MatAIJMPGetInfo_MPIAIJMP : nullptr));
-  PetscCall(PetscObjectComposeFunction(o, "MatMPIAIJSetPreallocation_C", on ? MatMPIAIJSetPreallocation_MPIAIJMP : data_of(A)->preallocation));
+  PetscCall(PetscObjectComposeFunction(o, "MatMPIAIJSetPreallocation_C",
+                                       on ? MatMPIAIJSetPreallocation_MPIAIJMP : data_of(A)->preallocation));
   PetscFunctionReturn(0);
 }
 
@@ -236,14 +245,7 @@ PetscErrorCode restore_mpiaij(Mat A, bool blocks_back)
   Mat blocks[2];
 
   PetscFunctionBegin;
-  A->ops->mult             = d->mult;
-  A->ops->multadd          = d->multadd;
-  A->ops->multtranspose    = d->multtranspose;
-  A->ops->multtransposeadd = d->multtransposeadd;
-  A->ops->destroy          = d->destroy;
-  A->ops->duplicate        = d->duplicate;
-  A->ops->view             = d->view;
-  A->ops->setfromoptions   = d->setfromoptions;
+  RestoreOps(A, *d);
   PetscCall(compose_functions(A, false));
   delete d;
   A->spptr = nullptr;
@@ -270,8 +272,10 @@ PetscErrorCode MatConvert_MPIAIJMP_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *n
   Mat B = *newmat;
 
   PetscFunctionBegin;
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
-  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (reuse == MAT_INITIAL_MATRIX)
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX)
+    PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
   if (B->spptr) PetscCall(restore_mpiaij(B, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJ));
   *newmat = B;
@@ -285,32 +289,21 @@ PetscErrorCode MatConvert_MPIAIJ_MPIAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
   Mat B = *newmat;
 
   PetscFunctionBegin;
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
-  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (reuse == MAT_INITIAL_MATRIX)
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX)
+    PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
   if (B->spptr) {
     *newmat = B;
     PetscFunctionReturn(0);
   }
-  auto *d             = new MPIAIJMP();
-  d->mult             = B->ops->mult;
-  d->multadd          = B->ops->multadd;
-  d->multtranspose    = B->ops->multtranspose;
-  d->multtransposeadd = B->ops->multtransposeadd;
-  d->destroy          = B->ops->destroy;
-  d->duplicate        = B->ops->duplicate;
-  d->view             = B->ops->view;
-  d->setfromoptions   = B->ops->setfromoptions;
+  auto *d = new MPIAIJMP();
   PetscCall(PetscObjectQueryFunction((PetscObject)B, "MatMPIAIJSetPreallocation_C", &d->preallocation));
   B->spptr = d;
 
-  B->ops->mult             = MatMult_MPIAIJMP;
-  B->ops->multadd          = MatMultAdd_MPIAIJMP;
-  B->ops->multtranspose    = MatMultTranspose_MPIAIJMP;
-  B->ops->multtransposeadd = MatMultTransposeAdd_MPIAIJMP;
-  B->ops->destroy          = MatDestroy_MPIAIJMP;
-  B->ops->duplicate        = MatDuplicate_MPIAIJMP;
-  B->ops->view             = MatView_MPIAIJMP;
-  B->ops->setfromoptions   = MatSetFromOptions_MPIAIJMP;
+  InstallOps(B, *d,
+             ReplacedOps{MatMult_MPIAIJMP, MatMultAdd_MPIAIJMP, MatMultTranspose_MPIAIJMP, MatMultTransposeAdd_MPIAIJMP,
+                         MatDestroy_MPIAIJMP, MatDuplicate_MPIAIJMP, MatView_MPIAIJMP, MatSetFromOptions_MPIAIJMP});
   PetscCall(compose_functions(B, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJMP));
   PetscCall(convert_blocks(B));

@@ -20,7 +20,10 @@ PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat
 
 namespace {
 
-SeqAIJMP *data_of(Mat A) { return static_cast<SeqAIJMP *>(A->spptr); }
+SeqAIJMP *data_of(Mat A)
+{
+  return static_cast<SeqAIJMP *>(A->spptr);
+}
 
 int thread_count(const AIJMPSettings &s)
 {
@@ -65,8 +68,8 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   PetscScalar *y;
   CsrView<PetscInt> view;
   const PetscLogEvent event = product == Product::transpose ? MATAIJMP_MultTranspose
-                              : zz                        ? MATAIJMP_MultAdd
-                                                          : MATAIJMP_Mult;
+                              : zz                          ? MATAIJMP_MultAdd
+                                                            : MATAIJMP_Mult;
 
   PetscFunctionBegin;
   PetscCall(SeqAIJMPGetCompact(A, &c));
@@ -82,9 +85,12 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   }
   const CsrPattern<PetscInt> pattern{view.rowptr, view.cols};
   const int nt = thread_count(data_of(A)->settings);
-  if (product == Product::mult) openmp::spmv(*c, pattern, x, z, y, nt);
-  else openmp::spmv_transpose(*c, pattern, x, z, y, nt);
-  if (zz && zz == yy) PetscCall(VecRestoreArray(yy, &y));
+  if (product == Product::mult)
+    openmp::spmv(*c, pattern, x, z, y, nt);
+  else
+    openmp::spmv_transpose(*c, pattern, x, z, y, nt);
+  if (zz && zz == yy)
+    PetscCall(VecRestoreArray(yy, &y));
   else {
     if (zz) PetscCall(VecRestoreArrayRead(zz, &z));
     PetscCall(VecRestoreArrayWrite(yy, &y));
@@ -95,9 +101,18 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode MatMult_SeqAIJMP(Mat A, Vec x, Vec y) { return apply(A, Product::mult, x, nullptr, y); }
-PetscErrorCode MatMultAdd_SeqAIJMP(Mat A, Vec x, Vec y, Vec z) { return apply(A, Product::mult, x, y, z); }
-PetscErrorCode MatMultTranspose_SeqAIJMP(Mat A, Vec x, Vec y) { return apply(A, Product::transpose, x, nullptr, y); }
+PetscErrorCode MatMult_SeqAIJMP(Mat A, Vec x, Vec y)
+{
+  return apply(A, Product::mult, x, nullptr, y);
+}
+PetscErrorCode MatMultAdd_SeqAIJMP(Mat A, Vec x, Vec y, Vec z)
+{
+  return apply(A, Product::mult, x, y, z);
+}
+PetscErrorCode MatMultTranspose_SeqAIJMP(Mat A, Vec x, Vec y)
+{
+  return apply(A, Product::transpose, x, nullptr, y);
+}
 PetscErrorCode MatMultTransposeAdd_SeqAIJMP(Mat A, Vec x, Vec y, Vec z)
 {
   return apply(A, Product::transpose, x, y, z);
@@ -172,13 +187,15 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaijmp_seqaij_C", on ? MatConvert_SeqAIJMP_SeqAIJ_Fn : nullptr));
+  PetscCall(
+      PetscObjectComposeFunction(o, "MatConvert_seqaijmp_seqaij_C", on ? MatConvert_SeqAIJMP_SeqAIJ_Fn : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaijmp_aij_C", on ? MatConvert_SeqAIJMP_SeqAIJ_Fn : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_seqaijmp_C", on ? MatConvert_SeqAIJ_SeqAIJMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_aijmp_C", on ? MatConvert_SeqAIJ_SeqAIJMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetSettings_C", on ? MatAIJMPGetSettings_SeqAIJMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetInfo_C", on ? MatAIJMPGetInfo_SeqAIJMP : nullptr));
-  PetscCall(PetscObjectComposeFunction(o, "MatRetrieveValues_C", on ? MatRetrieveValues_SeqAIJMP : data_of(A)->retrievevalues));
+  PetscCall(PetscObjectComposeFunction(o, "MatRetrieveValues_C",
+                                       on ? MatRetrieveValues_SeqAIJMP : data_of(A)->retrievevalues));
   PetscFunctionReturn(0);
 }
 
@@ -187,14 +204,7 @@ PetscErrorCode restore_seqaij(Mat A)
   SeqAIJMP *d = data_of(A);
 
   PetscFunctionBegin;
-  A->ops->mult             = d->mult;
-  A->ops->multadd          = d->multadd;
-  A->ops->multtranspose    = d->multtranspose;
-  A->ops->multtransposeadd = d->multtransposeadd;
-  A->ops->destroy          = d->destroy;
-  A->ops->duplicate        = d->duplicate;
-  A->ops->view             = d->view;
-  A->ops->setfromoptions   = d->setfromoptions;
+  RestoreOps(A, *d);
   PetscCall(compose_functions(A, false));
   delete d;
   A->spptr = nullptr;
@@ -218,8 +228,10 @@ PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat
   Mat B = *newmat;
 
   PetscFunctionBegin;
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
-  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (reuse == MAT_INITIAL_MATRIX)
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX)
+    PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
   if (B->spptr) PetscCall(restore_seqaij(B));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));
   *newmat = B;
@@ -292,7 +304,8 @@ PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact)
   PetscBool current;
 
   PetscFunctionBegin;
-  PetscCheck(A->assembled, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "petscmp: the matrix must be assembled before a product");
+  PetscCheck(A->assembled, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+             "petscmp: the matrix must be assembled before a product");
   PetscCall(SeqAIJMPIsCurrent(A, &current));
   if (!current) PetscCall(build_compact(A));
   *compact = data_of(A)->compact.get();
@@ -308,32 +321,21 @@ PetscErrorCode MatConvert_SeqAIJ_SeqAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
   Mat B = *newmat;
 
   PetscFunctionBegin;
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
-  else if (reuse == MAT_REUSE_MATRIX) PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
+  if (reuse == MAT_INITIAL_MATRIX)
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &B));
+  else if (reuse == MAT_REUSE_MATRIX)
+    PetscCall(MatCopy(A, B, SAME_NONZERO_PATTERN));
   if (B->spptr) { // already a seqaijmp (MatDuplicate of one, or a repeated convert)
     *newmat = B;
     PetscFunctionReturn(0);
   }
-  auto *d             = new SeqAIJMP();
-  d->mult             = B->ops->mult;
-  d->multadd          = B->ops->multadd;
-  d->multtranspose    = B->ops->multtranspose;
-  d->multtransposeadd = B->ops->multtransposeadd;
-  d->destroy          = B->ops->destroy;
-  d->duplicate        = B->ops->duplicate;
-  d->view             = B->ops->view;
-  d->setfromoptions   = B->ops->setfromoptions;
+  auto *d = new SeqAIJMP();
   PetscCall(PetscObjectQueryFunction((PetscObject)B, "MatRetrieveValues_C", &d->retrievevalues));
   B->spptr = d;
 
-  B->ops->mult             = MatMult_SeqAIJMP;
-  B->ops->multadd          = MatMultAdd_SeqAIJMP;
-  B->ops->multtranspose    = MatMultTranspose_SeqAIJMP;
-  B->ops->multtransposeadd = MatMultTransposeAdd_SeqAIJMP;
-  B->ops->destroy          = MatDestroy_SeqAIJMP;
-  B->ops->duplicate        = MatDuplicate_SeqAIJMP;
-  B->ops->view             = MatView_SeqAIJMP;
-  B->ops->setfromoptions   = MatSetFromOptions_SeqAIJMP;
+  InstallOps(B, *d,
+             ReplacedOps{MatMult_SeqAIJMP, MatMultAdd_SeqAIJMP, MatMultTranspose_SeqAIJMP, MatMultTransposeAdd_SeqAIJMP,
+                         MatDestroy_SeqAIJMP, MatDuplicate_SeqAIJMP, MatView_SeqAIJMP, MatSetFromOptions_SeqAIJMP});
   PetscCall(compose_functions(B, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJMP));
   *newmat = B;
