@@ -239,6 +239,78 @@ void assemble_grouped(const CsrView<Index> &csr, const std::vector<Format> &form
   out.stats.index_bytes = static_cast<std::int64_t>(sizeof(Index)) * out.stats.nnz + list_bytes;
 }
 
+// Bytes of indices a product reads for one block: the master's columns and
+// row pointers (CSR order, plus the row list and offsets when grouped), or
+// the slices' own columns, row lengths and offsets (sliced).
+template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
+{
+  const std::int64_t rows = b.row_count(), list = b.grouped() ? rows * 4 : 0;
+  if (b.sliced())
+    return b.stored_count() * 4 + static_cast<std::int64_t>(b.row_lengths.size()) * 4 + (b.slice_count() + 1) * 8 + list;
+  if (b.grouped()) return static_cast<std::int64_t>(sizeof(Index)) * b.nnz + rows * (4 + 8 + 2 * sizeof(Index));
+  return static_cast<std::int64_t>(sizeof(Index)) * (b.nnz + rows + 1);
+}
+
+// Slice offsets of block b when sliced: each slice as wide as its longest row.
+template <typename Index> std::vector<std::int64_t> slice_offsets_of(const CsrView<Index> &csr, const RowBlock &b)
+{
+  const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(nslices) + 1, 0);
+  for (std::int64_t q = 0; q < nslices; ++q) {
+    std::int64_t width = 0;
+    for (std::int64_t k = q * kSliceRows; k < std::min(nrows, (q + 1) * kSliceRows); ++k)
+      width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
+    offsets[q + 1] = offsets[q] + width * kSliceRows;
+  }
+  return offsets;
+}
+
+// Reorders block b's values (stored in CSR order) into slices, with columns.
+template <typename Index> void slice_block(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, RowBlock &b)
+{
+  const std::int64_t nrows = b.row_count(), nslices = static_cast<std::int64_t>(offsets.size()) - 1;
+  const std::size_t bytes  = format_bytes(b.format);
+  AlignedBytes values(static_cast<std::size_t>(offsets.back()) * bytes);
+  std::vector<std::int32_t> cols(static_cast<std::size_t>(offsets.back()), 0);
+  std::vector<std::int32_t> lengths(static_cast<std::size_t>(nslices * kSliceRows), 0);
+  const auto *from = b.values.as<unsigned char>();
+  auto *to         = values.as<unsigned char>();
+  for (std::int64_t k = 0; k < nrows; ++k) {
+    const std::int64_t start = csr.rowptr[b.row(k)], n = csr.rowptr[b.row(k) + 1] - start;
+    const std::int64_t src = b.value_index(k, 0, start);
+    const std::int64_t dst = offsets[k / kSliceRows] + k % kSliceRows;
+    lengths[k]             = static_cast<std::int32_t>(n);
+    for (std::int64_t e = 0; e < n; ++e) {
+      std::memcpy(to + (dst + e * kSliceRows) * bytes, from + (src + e) * bytes, bytes);
+      cols[dst + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
+    }
+  }
+  b.values        = std::move(values);
+  b.cols          = std::move(cols);
+  b.row_lengths   = std::move(lengths);
+  b.slice_offsets = std::move(offsets);
+  b.value_offsets.clear();
+  b.value_offsets.shrink_to_fit();
+}
+
+// The layout decision: slices where the options allow them, then the bytes.
+template <typename Index> void choose_layout(const CsrView<Index> &csr, Layout layout, CompactCsr &out)
+{
+  const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
+  if (layout == Layout::sliced && !narrow_columns)
+    throw StorageError("petscmp: the sliced layout stores 32-bit column indices; this block has 2^31 columns or more");
+  out.stats.value_bytes = out.stats.index_bytes = 0;
+  for (RowBlock &b : out.blocks) {
+    if (layout != Layout::csr && narrow_columns && b.row_count() > 0) {
+      std::vector<std::int64_t> offsets = slice_offsets_of(csr, b);
+      if (layout == Layout::sliced || offsets.back() <= kMaxSlicePadding * static_cast<double>(b.nnz))
+        slice_block(csr, std::move(offsets), b);
+    }
+    out.stats.value_bytes += static_cast<std::int64_t>(b.values.size());
+    out.stats.index_bytes += block_index_bytes<Index>(b);
+  }
+}
+
 template <typename Index> void check_view(const CsrView<Index> &csr)
 {
   if (csr.nrows < 0 || csr.ncols < 0) throw StorageError("petscmp: negative matrix dimensions");
@@ -249,6 +321,19 @@ template <typename Index> void check_view(const CsrView<Index> &csr)
 } // namespace
 
 const char *storage_mode_name(StorageMode m) { return kModeNames[static_cast<int>(m)]; }
+
+const char *const kLayoutNames[kLayoutCount] = {"auto", "csr", "sliced"};
+const char *layout_name(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
+
+bool parse_layout(const char *name, Layout *l)
+{
+  for (int i = 0; i < kLayoutCount; ++i)
+    if (name && std::strcmp(name, kLayoutNames[i]) == 0) {
+      *l = static_cast<Layout>(i);
+      return true;
+    }
+  return false;
+}
 
 bool parse_storage_mode(const char *name, StorageMode *m)
 {
@@ -350,6 +435,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   if (runs.size() <= 1 && !mostly_empty) assemble_runs(csr, runs, out);
   else if (fragmented || mostly_empty) assemble_grouped(csr, row_formats, out);
   else assemble_runs(csr, runs, out);
+  choose_layout(csr, opts.layout, out);
   return out;
 }
 

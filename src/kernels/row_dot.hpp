@@ -9,42 +9,31 @@
 
 namespace petscmp {
 
-// sum + sum_k vals[k] * x[cols[k]], k in [0, n)
+// sum + sum_k vals[k s] * x[cols[k s]], k in [0, n), s = stride (1 in CSR
+// order, kSliceRows in a slice)
 template <SumOrder Order, typename Storage, typename ColIndex>
-inline double row_dot(double sum, reduced_range<Storage> vals, const ColIndex *cols, std::int64_t n, const double *x)
+inline double row_dot(double sum, reduced_range<Storage> vals, const ColIndex *cols, std::int64_t n, const double *x,
+                      std::int64_t stride = 1)
 {
   if constexpr (Order == SumOrder::sequential) {
-    for (std::int64_t k = 0; k < n; ++k) sum += vals[k] * x[cols[k]];
+    for (std::int64_t k = 0; k < n; ++k) sum += vals[k * stride] * x[cols[k * stride]];
   } else { // PETSc's inode kernels: pairs of products, then the odd one
     std::int64_t k = 0;
-    for (; k + 1 < n; k += 2) sum += vals[k] * x[cols[k]] + vals[k + 1] * x[cols[k + 1]];
-    if (k < n) sum += vals[k] * x[cols[k]];
+    for (; k + 1 < n; k += 2)
+      sum += vals[k * stride] * x[cols[k * stride]] + vals[(k + 1) * stride] * x[cols[(k + 1) * stride]];
+    if (k < n) sum += vals[k * stride] * x[cols[k * stride]];
   }
   return sum;
 }
 
-// The same sum, bitwise: the row's values are first converted 8 at a time
-// through the accessor's bulk read, then multiplied and added in the order of
-// row_dot. Fewer instructions per entry than one scalar convert each, and no
-// convert that merges into (and waits for) an unrelated register.
-template <SumOrder Order, typename Storage, typename ColIndex>
-inline double row_dot_chunked(double sum, reduced_range<Storage> vals, const ColIndex *cols, std::int64_t n,
-                              const double *x)
+// Calls fn(cols pointer, first value index, stride, length) for block row k.
+template <typename Index, typename Fn>
+inline void with_row_entries(const RowBlock &block, const Index *rowptr, const Index *master_cols, std::int64_t k, Fn &&fn)
 {
-  alignas(64) double buf[8];
-  for (std::int64_t k0 = 0; k0 < n; k0 += 8) {
-    const unsigned m = n - k0 < 8 ? static_cast<unsigned>(n - k0) : 8u;
-    vals.read_upto8(static_cast<std::size_t>(k0), m, buf);
-    const ColIndex *c = cols + k0;
-    if constexpr (Order == SumOrder::sequential) {
-      for (unsigned k = 0; k < m; ++k) sum += buf[k] * x[c[k]];
-    } else { // pairs never straddle chunks: 8 is even
-      unsigned k = 0;
-      for (; k + 1 < m; k += 2) sum += buf[k] * x[c[k]] + buf[k + 1] * x[c[k + 1]];
-      if (k < m) sum += buf[k] * x[c[k]];
-    }
-  }
-  return sum;
+  const std::int64_t row = block.row(k), start = rowptr[row], n = rowptr[row + 1] - start;
+  const std::int64_t first = block.value_index(k, 0, start);
+  if (block.sliced()) fn(block.cols.data() + first, first, std::int64_t{kSliceRows}, n);
+  else fn(master_cols + start, first, std::int64_t{1}, n);
 }
 
 // row_dot over values already converted to fp64 (a pointer the accessor's

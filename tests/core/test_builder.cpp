@@ -73,6 +73,38 @@ struct Readback {
   std::vector<int> row_format; // per row; -1: in no block
 };
 
+// The invariants of a sliced block: slices of kSliceRows block rows, each as
+// wide as its longest row; entries carry the master's columns; padding is 0.
+template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Index> &m)
+{
+  const std::int64_t nslices = (b.row_count() + kSliceRows - 1) / kSliceRows;
+  ASSERT_EQ(b.slice_count(), nslices);
+  ASSERT_EQ(static_cast<std::int64_t>(b.row_lengths.size()), nslices * kSliceRows);
+  EXPECT_EQ(b.slice_offsets.front(), 0);
+  EXPECT_EQ(static_cast<std::int64_t>(b.values.size()), b.stored_count() * static_cast<std::int64_t>(format_bytes(b.format)));
+  EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), b.stored_count());
+  for (std::int64_t q = 0; q < nslices; ++q) {
+    std::int64_t width = 0;
+    for (std::int64_t k = q * kSliceRows; k < (q + 1) * kSliceRows; ++k) {
+      const std::int64_t len = k < b.row_count() ? m.row_len(static_cast<Index>(b.row(k))) : 0;
+      EXPECT_EQ(b.row_lengths[k], len) << "block row " << k;
+      width = std::max(width, len);
+    }
+    EXPECT_EQ(b.slice_offsets[q + 1] - b.slice_offsets[q], width * kSliceRows) << "slice " << q;
+    for (std::int64_t k = q * kSliceRows; k < (q + 1) * kSliceRows; ++k)
+      for (std::int64_t e = 0; e < width; ++e) {
+        const std::int64_t at = b.value_index(k, e, 0);
+        if (e < b.row_lengths[k]) {
+          const Index row = static_cast<Index>(b.row(k));
+          EXPECT_EQ(b.cols[at], static_cast<std::int32_t>(m.cols[m.rowptr[row] + e]));
+        } else {
+          EXPECT_EQ(b.cols[at], 0);
+          EXPECT_EQ(decode_at(b.values, b.format, at), 0.0) << "padding must be zero";
+        }
+      }
+  }
+}
+
 template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<Index> &m)
 {
   Readback out;
@@ -84,26 +116,23 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
   EXPECT_FALSE(A.entry_split());
   std::int64_t next_run_row = 0;
   for (const RowBlock &b : A.blocks) {
-    EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
+    if (b.sliced()) check_slices(b, m);
+    else EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
     if (b.grouped()) {
       EXPECT_FALSE(A.all_rows_covered);
-      EXPECT_EQ(b.value_offsets.size(), b.rows.size() + 1);
-      EXPECT_EQ(b.value_offsets.front(), 0);
-      EXPECT_EQ(b.value_offsets.back(), b.nnz);
+      if (!b.sliced()) {
+        EXPECT_EQ(b.value_offsets.size(), b.rows.size() + 1);
+        EXPECT_EQ(b.value_offsets.front(), 0);
+        EXPECT_EQ(b.value_offsets.back(), b.nnz);
+        for (std::size_t k = 0; k < b.rows.size(); ++k)
+          EXPECT_EQ(b.value_offsets[k + 1] - b.value_offsets[k], m.row_len(static_cast<Index>(b.rows[k])));
+      }
       EXPECT_EQ(b.row_count(), static_cast<std::int64_t>(b.rows.size()));
       for (std::size_t k = 0; k < b.rows.size(); ++k) {
-        const Index row = static_cast<Index>(b.rows[k]);
         if (k) {
           EXPECT_LT(b.rows[k - 1], b.rows[k]);
         }
-        EXPECT_EQ(b.value_offsets[k + 1] - b.value_offsets[k], m.row_len(row));
-        EXPECT_GT(m.row_len(row), 0) << "grouped blocks list nonempty rows only";
-        EXPECT_EQ(out.row_format[row], -1) << "row " << row << " in two blocks";
-        out.row_format[row] = static_cast<int>(b.format);
-        for (Index e = 0; e < m.row_len(row); ++e) {
-          out.vals[m.rowptr[row] + e] = decode_at(b.values, b.format, b.value_offsets[k] + e);
-          seen[m.rowptr[row] + e]++;
-        }
+        EXPECT_GT(m.row_len(static_cast<Index>(b.rows[k])), 0) << "grouped blocks list nonempty rows only";
       }
     } else {
       EXPECT_TRUE(A.all_rows_covered);
@@ -113,12 +142,14 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
       EXPECT_EQ(b.value_base, m.rowptr[b.row_begin]);
       EXPECT_EQ(b.nnz, m.rowptr[b.row_end] - m.rowptr[b.row_begin]);
       EXPECT_EQ(b.row_count(), b.row_end - b.row_begin);
-      for (std::int64_t row = b.row_begin; row < b.row_end; ++row) {
-        out.row_format[row] = static_cast<int>(b.format);
-        for (Index k = m.rowptr[row]; k < m.rowptr[row + 1]; ++k) {
-          out.vals[k] = decode_at(b.values, b.format, k - b.value_base);
-          seen[k]++;
-        }
+    }
+    for (std::int64_t k = 0; k < b.row_count(); ++k) {
+      const Index row = static_cast<Index>(b.row(k));
+      EXPECT_EQ(out.row_format[row], -1) << "row " << row << " in two blocks";
+      out.row_format[row] = static_cast<int>(b.format);
+      for (Index e = 0; e < m.row_len(row); ++e) {
+        out.vals[m.rowptr[row] + e] = decode_at(b.values, b.format, b.value_index(k, e, m.rowptr[row]));
+        seen[m.rowptr[row] + e]++;
       }
     }
   }
@@ -163,7 +194,11 @@ void check_compact(const CompactCsr &A, const TestCsr<Index> &m, const std::vect
   EXPECT_EQ(A.stats.nrows, m.nrows);
   EXPECT_EQ(A.stats.nnz, static_cast<std::int64_t>(m.vals.size()));
   EXPECT_EQ(A.stats.index_size, static_cast<int>(sizeof(Index)));
-  EXPECT_EQ(A.stats.value_bytes, value_bytes);
+  // padding entries of sliced blocks are stored (and moved) too
+  std::int64_t padding_bytes = 0;
+  for (const RowBlock &b : A.blocks)
+    padding_bytes += (b.stored_count() - b.nnz) * static_cast<std::int64_t>(format_bytes(b.format));
+  EXPECT_EQ(A.stats.value_bytes, value_bytes + padding_bytes);
   double maxe = 0.0;
   for (int f = 0; f < kFormatCount; ++f) {
     EXPECT_EQ(A.stats.per_format[f].rows, want[f].rows) << format_name(static_cast<Format>(f));
@@ -201,10 +236,11 @@ template <typename Index> class BuilderTest : public ::testing::Test {};
 using IndexTypes = ::testing::Types<std::int32_t, std::int64_t>;
 TYPED_TEST_SUITE(BuilderTest, IndexTypes);
 
-StorageOptions with_mode(StorageMode m)
+StorageOptions with_mode(StorageMode m, Layout layout = Layout::automatic)
 {
   StorageOptions o;
-  o.mode = m;
+  o.mode   = m;
+  o.layout = layout;
   return o;
 }
 
@@ -567,7 +603,7 @@ TYPED_TEST(BuilderTest, LayoutOneFormatIsOneRun)
   rows[0].clear(); // empty rows join the run
   rows[50].clear();
   const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
-  const StorageOptions opts  = with_mode(StorageMode::fp32);
+  const StorageOptions opts  = with_mode(StorageMode::fp32, Layout::csr);
   const CompactCsr A         = build_compact_csr(m.view(), opts);
   ASSERT_EQ(A.blocks.size(), 1u);
   EXPECT_FALSE(A.blocks[0].grouped());
@@ -587,7 +623,7 @@ TYPED_TEST(BuilderTest, LayoutAlternatingIsGrouped)
   std::vector<std::vector<double>> rows;
   for (int i = 0; i < 64; ++i) rows.push_back(i % 2 ? std::vector<double>{0.1, 0.2, 0.3} : std::vector<double>{1.0});
   const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
-  const StorageOptions opts  = with_mode(StorageMode::lossless);
+  const StorageOptions opts  = with_mode(StorageMode::lossless, Layout::csr);
   const CompactCsr A         = build_compact_csr(m.view(), opts);
   EXPECT_FALSE(A.all_rows_covered);
   ASSERT_EQ(A.blocks.size(), 2u);
@@ -769,4 +805,106 @@ TEST(Builder, ModeNames)
   EXPECT_FALSE(parse_storage_mode("Lossless", &p));
   EXPECT_FALSE(parse_storage_mode(nullptr, &p));
   EXPECT_EQ(p, StorageMode::fp32);
+}
+
+// ---- sliced layout ---------------------------------------------------------------------
+
+namespace {
+// Rows of the given lengths, columns spread over [0, ncols) so that no entry
+// shares its column with its position, values exact in fp16 and distinct.
+template <typename Index> TestCsr<Index> rows_of_lengths(const std::vector<int> &lengths, Index ncols)
+{
+  TestCsr<Index> m;
+  m.ncols = ncols;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    for (int e = 0; e < lengths[i]; ++e) {
+      m.cols.push_back(static_cast<Index>((7 * i + 3 * e + 1) % static_cast<std::size_t>(ncols)));
+      m.vals.push_back(static_cast<double>(m.vals.size() % 100 + 1));
+    }
+    m.rowptr.push_back(static_cast<Index>(m.vals.size()));
+    ++m.nrows;
+  }
+  return m;
+}
+} // namespace
+
+TYPED_TEST(BuilderTest, SlicedLayoutRoundTrip)
+{
+  // 21 rows: two full slices and a partial one, an empty row inside a slice
+  std::vector<int> lengths;
+  for (int i = 0; i < 21; ++i) lengths.push_back(i == 5 ? 0 : 3 + i % 2);
+  const TestCsr<TypeParam> m = rows_of_lengths<TypeParam>(lengths, 50);
+  for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16}) {
+    const StorageOptions opts = with_mode(mode, Layout::sliced);
+    const CompactCsr A        = build_compact_csr(m.view(), opts);
+    ASSERT_EQ(A.blocks.size(), 1u);
+    const RowBlock &b = A.blocks[0];
+    ASSERT_TRUE(b.sliced());
+    EXPECT_EQ(b.slice_count(), 3);
+    // widths 4, 4, 4 (every slice has a row of length 4): 3 * 8 * 4 stored entries
+    EXPECT_EQ(b.stored_count(), 96);
+    EXPECT_EQ(A.stats.value_bytes, 96 * static_cast<std::int64_t>(format_bytes(b.format)));
+    EXPECT_EQ(A.stats.index_bytes, 96 * 4 + 24 * 4 + 4 * 8);
+    check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+  }
+}
+
+TYPED_TEST(BuilderTest, SlicedLayoutAutomaticPaddingLimit)
+{
+  // Slices of 8 rows: seven rows of length 4 and one of length w pad to 8 * w
+  // entries for 28 + w nonzeros. w = 5: 40 <= 1.25 * 33 = 41.25, sliced;
+  // w = 6: 48 > 1.25 * 34 = 42.5, CSR order.
+  ASSERT_EQ(kSliceRows, 8);
+  ASSERT_EQ(kMaxSlicePadding, 1.25);
+  for (int w : {5, 6}) {
+    std::vector<int> lengths(8, 4);
+    lengths[3]                 = w;
+    const TestCsr<TypeParam> m = rows_of_lengths<TypeParam>(lengths, 20);
+    const StorageOptions opts  = with_mode(StorageMode::fp32);
+    const CompactCsr A         = build_compact_csr(m.view(), opts);
+    ASSERT_EQ(A.blocks.size(), 1u);
+    EXPECT_EQ(A.blocks[0].sliced(), w == 5) << "w = " << w;
+    check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+    const CompactCsr C = build_compact_csr(m.view(), with_mode(StorageMode::fp32, Layout::csr));
+    EXPECT_FALSE(C.blocks[0].sliced());
+  }
+}
+
+TYPED_TEST(BuilderTest, SlicedLayoutGroupedRows)
+{
+  // alternating formats give grouped blocks; each is sliced over its own row list
+  std::vector<std::vector<double>> rows;
+  for (int i = 0; i < 40; ++i) rows.push_back(i % 2 ? std::vector<double>{0.1, 0.2, 0.3} : std::vector<double>{1.0, 2.0, 3.0});
+  const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
+  const StorageOptions opts  = with_mode(StorageMode::lossless, Layout::sliced);
+  const CompactCsr A         = build_compact_csr(m.view(), opts);
+  ASSERT_EQ(A.blocks.size(), 2u);
+  for (const RowBlock &b : A.blocks) {
+    EXPECT_TRUE(b.grouped());
+    EXPECT_TRUE(b.sliced());
+    EXPECT_EQ(b.slice_count(), 3); // 20 rows
+  }
+  check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+}
+
+TEST(BuilderWideColumns, SlicedLayoutNeeds32BitColumns)
+{
+  TestCsr<std::int64_t> m = rows_of_lengths<std::int64_t>({2, 2}, 4);
+  m.ncols                 = std::int64_t{1} << 31; // columns past 2^31 - 1 cannot be stored in 32 bits
+  EXPECT_THROW(build_compact_csr(m.view(), with_mode(StorageMode::fp32, Layout::sliced)), StorageError);
+  const CompactCsr A = build_compact_csr(m.view(), with_mode(StorageMode::fp32));
+  ASSERT_EQ(A.blocks.size(), 1u);
+  EXPECT_FALSE(A.blocks[0].sliced()) << "the automatic layout keeps CSR order for wide blocks";
+}
+
+TEST(BuilderLayout, Names)
+{
+  for (int i = 0; i < kLayoutCount; ++i) {
+    Layout l;
+    ASSERT_TRUE(parse_layout(layout_name(static_cast<Layout>(i)), &l));
+    EXPECT_EQ(static_cast<int>(l), i);
+  }
+  Layout l;
+  EXPECT_FALSE(parse_layout("ell", &l));
+  EXPECT_FALSE(parse_layout(nullptr, &l));
 }

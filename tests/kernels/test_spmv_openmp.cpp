@@ -48,14 +48,25 @@ bool same(double a, double b)
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-template <typename Index> void compare_backends(const Matrix<Index> &a, StorageMode mode, SumOrder order, Shape shape)
+// Every block of A is sliced (layout sliced) or none is (layout csr).
+void expect_layout(const CompactCsr &A, Layout layout)
+{
+  for (const auto &b : A.blocks)
+    ASSERT_EQ(b.sliced(), layout == Layout::sliced) << "a block does not have the layout the options ask for";
+}
+
+template <typename Index>
+void compare_backends(const Matrix<Index> &a, StorageMode mode, SumOrder order, Shape shape, Layout layout)
 {
   SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + shape_name(shape) + " index " +
-               std::to_string(8 * sizeof(Index)) + (order == SumOrder::paired ? " paired" : " sequential"));
+               std::to_string(8 * sizeof(Index)) + (order == SumOrder::paired ? " paired " : " sequential ") +
+               layout_name(layout));
   StorageOptions opts;
   opts.mode          = mode;
   opts.order         = order;
+  opts.layout        = layout;
   const CompactCsr A = build_compact_csr(a.view(), opts);
+  expect_layout(A, layout);
   if (!A.entry_split()) {
     bool grouped = false;
     for (const auto &b : A.blocks)
@@ -127,12 +138,16 @@ template <typename Index> void run_mode(StorageMode mode)
   for (Shape shape : {Shape::fragmented, Shape::runs}) {
     const Index n         = shape == Shape::runs ? nrows / 2 : nrows;
     const Matrix<Index> a = random_matrix<Index>(n, Index(20000), shape, 31 + static_cast<unsigned>(shape), kBigRows);
-    compare_backends(a, mode, SumOrder::sequential, shape);
-    if (mode == StorageMode::lossless || mode == StorageMode::fp16) compare_backends(a, mode, SumOrder::paired, shape);
+    for (Layout layout : {Layout::csr, Layout::sliced}) {
+      compare_backends(a, mode, SumOrder::sequential, shape, layout);
+      if (mode == StorageMode::lossless || mode == StorageMode::fp16)
+        compare_backends(a, mode, SumOrder::paired, shape, layout);
+    }
   }
   // the off-diagonal block of an MPI matrix: rectangular, mostly empty rows
   const Matrix<Index> b = random_matrix<Index>(Index(50000), Index(3000), Shape::mostly_empty, 37, kBigRows);
-  compare_backends(b, mode, SumOrder::paired, Shape::mostly_empty);
+  for (Layout layout : {Layout::csr, Layout::sliced})
+    compare_backends(b, mode, SumOrder::paired, Shape::mostly_empty, layout);
 }
 
 class SpmvOpenmp : public ::testing::TestWithParam<StorageMode> {};
@@ -261,13 +276,16 @@ template <typename Index> void run_row_shapes()
       std::vector<Format> formats(static_cast<std::size_t>(a.nrows));
       for (std::size_t i = 0; i < formats.size(); ++i)
         formats[i] = kAllFormats[grouped ? rng() % kFormatCount : (i / 64) % kFormatCount];
-      for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+      for (Layout layout : {Layout::csr, Layout::sliced}) {
         SCOPED_TRACE(std::string(lengths_name(kind)) + (grouped ? " grouped" : " runs") +
-                     (order == SumOrder::paired ? " paired" : " sequential") + " index " +
+                     (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout) + " index " +
                      std::to_string(8 * sizeof(Index)));
         StorageOptions opts;
         opts.order         = order;
+        opts.layout        = layout;
         const CompactCsr A = assemble_compact_csr(a.view(), formats, opts);
+        expect_layout(A, layout);
         bool has_grouped   = false;
         for (const auto &b : A.blocks)
           has_grouped |= b.grouped();

@@ -110,11 +110,12 @@ template <typename Index> class SpmvReference : public ::testing::Test {
 using IndexTypes = ::testing::Types<std::int32_t, std::int64_t>;
 TYPED_TEST_SUITE(SpmvReference, IndexTypes);
 
-StorageOptions options(StorageMode mode, SumOrder order)
+StorageOptions options(StorageMode mode, SumOrder order, Layout layout = Layout::automatic)
 {
   StorageOptions o;
-  o.mode  = mode;
-  o.order = order;
+  o.mode   = mode;
+  o.order  = order;
+  o.layout = layout;
   return o;
 }
 
@@ -124,8 +125,12 @@ template <typename Index> void check_case(const Matrix<Index> &a, const StorageO
   const bool split   = opts.mode == StorageMode::entrysplit;
   ASSERT_EQ(A.entry_split(), split);
   bool grouped = false;
-  for (const auto &b : A.blocks)
+  for (const auto &b : A.blocks) {
     grouped |= b.grouped();
+    if (opts.layout != Layout::automatic) {
+      ASSERT_EQ(b.sliced(), opts.layout == Layout::sliced);
+    }
+  }
   if (!split) {
     ASSERT_EQ(grouped, expect_grouped) << "the test matrix does not have the layout it is meant to have";
   }
@@ -207,12 +212,13 @@ TYPED_TEST(SpmvReference, EveryModeOrderAndLayout)
   for (Shape shape : {Shape::fragmented, Shape::runs, Shape::mostly_empty}) {
     const Matrix<Index> a = random_matrix<Index>(Index(700), Index(450), shape, 7 + static_cast<unsigned>(shape));
     for (int mi = 0; mi < kStorageModeCount; ++mi)
-      for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
-        const StorageMode mode = static_cast<StorageMode>(mi);
-        SCOPED_TRACE(std::string(shape_name(shape)) + " " + storage_mode_name(mode) +
-                     (order == SumOrder::paired ? " paired" : " sequential"));
-        check_case(a, options(mode, order), shape != Shape::runs);
-      }
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+        for (Layout layout : {Layout::csr, Layout::sliced}) {
+          const StorageMode mode = static_cast<StorageMode>(mi);
+          SCOPED_TRACE(std::string(shape_name(shape)) + " " + storage_mode_name(mode) +
+                       (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout));
+          check_case(a, options(mode, order, layout), shape != Shape::runs);
+        }
   }
 }
 
@@ -223,8 +229,9 @@ TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
   using Index = TypeParam;
   for (Shape shape : {Shape::fragmented, Shape::runs, Shape::mostly_empty}) {
     const Matrix<Index> a = random_matrix<Index>(Index(500), Index(500), shape, 17);
-    for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
-      const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, order));
+    for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+    for (Layout layout : {Layout::csr, Layout::sliced}) {
+      const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, order, layout));
       EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp16)].nnz, 0);
       EXPECT_GT(A.stats.per_format[static_cast<int>(Format::bf16)].nnz, 0);
       EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp64)].nnz, 0);
@@ -239,7 +246,7 @@ TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
             sum += a.vals[k] * x[a.cols[k]] + a.vals[k + 1] * x[a.cols[k + 1]];
         for (; k < a.rowptr[i + 1]; ++k)
           sum += a.vals[k] * x[a.cols[k]];
-        ASSERT_TRUE(same(y[i], sum)) << shape_name(shape) << " row " << i;
+        ASSERT_TRUE(same(y[i], sum)) << shape_name(shape) << " " << layout_name(layout) << " row " << i;
       }
     }
   }

@@ -153,6 +153,93 @@ void block_rows(const RowBlock &block, CsrPattern<Index> p, std::int64_t k0, std
   }
 }
 
+// The slices [q0, q1) that thread t of nt handles: equal shares of the
+// block's stored entries.
+void thread_slices(const RowBlock &block, int t, int nt, std::int64_t &q0, std::int64_t &q1)
+{
+  const std::int64_t nslices = block.slice_count(), stored = block.stored_count();
+  auto cut = [&](int s) -> std::int64_t {
+    if (s == 0) return 0;
+    if (s == nt) return nslices;
+    return lower_bound_index(block.slice_offsets.data(), 0, nslices, stored * s / nt);
+  };
+  q0 = cut(t);
+  q1 = cut(t + 1);
+}
+
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// Slices [q0, q1) of a sliced block, 8 rows per register: entry j of the 8
+// rows is one read of 8 values through the accessor, one gather of x and one
+// multiply; the adds are masked to the rows that have an entry j, so every
+// row's sum takes exactly the reference's steps (no padding term is added).
+template <SumOrder Order, typename S>
+void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z,
+                   double *y)
+{
+  const auto vals            = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+  const std::int32_t *cols   = block.cols.data();
+  const std::int64_t nrows   = block.row_count();
+  const bool grouped         = block.grouped();
+  const __m512d zero         = _mm512_setzero_pd();
+  auto product = [&](std::int64_t at, __mmask8 m) {
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + at));
+    return _mm512_mul_pd(vals.read8(static_cast<std::size_t>(at), 0xff), _mm512_mask_i32gather_pd(zero, m, c, x, 8));
+  };
+  for (std::int64_t q = q0; q < q1; ++q) {
+    const std::int64_t k0   = q * kSliceRows;
+    const __mmask8 live     = first_lanes(static_cast<unsigned>(std::min<std::int64_t>(kSliceRows, nrows - k0)));
+    const __m256i lengths   = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(block.row_lengths.data() + k0));
+    const __m256i rows      = grouped ? _mm256_maskz_loadu_epi32(live, block.rows.data() + k0) : _mm256_setzero_si256();
+    double *const yrun      = grouped ? y : y + block.row_begin + k0;
+    __m512d sum             = zero;
+    if (z) sum = grouped ? _mm512_mask_i32gather_pd(zero, live, rows, z, 8) : _mm512_maskz_loadu_pd(live, z + block.row_begin + k0);
+    const std::int64_t base = block.slice_offsets[q];
+    const std::int64_t width = (block.slice_offsets[q + 1] - base) / kSliceRows;
+    auto has_entry = [&](std::int64_t j) { return _mm256_cmpgt_epi32_mask(lengths, _mm256_set1_epi32(static_cast<int>(j))); };
+    std::int64_t j = 0;
+    if constexpr (Order == SumOrder::paired) { // sum += a_j x_j + a_j+1 x_j+1, then the odd one
+      for (; j + 1 < width; j += 2) {
+        const __mmask8 m0 = has_entry(j), m1 = has_entry(j + 1);
+        const __m512d p0  = product(base + j * kSliceRows, m0);
+        const __m512d p1  = product(base + (j + 1) * kSliceRows, m1);
+        sum               = _mm512_mask_add_pd(sum, m0, sum, _mm512_mask_add_pd(p0, m1, p0, p1));
+      }
+    }
+    for (; j < width; ++j) {
+      const __mmask8 m = has_entry(j);
+      sum              = _mm512_mask_add_pd(sum, m, sum, product(base + j * kSliceRows, m));
+    }
+    if (grouped) _mm512_mask_i32scatter_pd(y, live, rows, sum, 8);
+    else _mm512_mask_storeu_pd(yrun, live, sum);
+  }
+}
+#endif
+
+// Slices [q0, q1) without AVX-512: each row through the reference's row_dot.
+template <SumOrder Order, typename S>
+void slices_portable(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z,
+                     double *y)
+{
+  const auto vals          = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+  const std::int64_t nrows = block.row_count();
+  for (std::int64_t k = q0 * kSliceRows; k < std::min(nrows, q1 * kSliceRows); ++k) {
+    const std::int64_t row   = block.row(k);
+    const std::int64_t first = block.value_index(k, 0, 0);
+    y[row] = row_dot<Order>(z ? z[row] : 0.0, vals.subrange(first, 0), block.cols.data() + first, block.row_lengths[k], x,
+                            kSliceRows);
+  }
+}
+
+template <SumOrder Order, typename S>
+void slices(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
+{
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  slices_avx512<Order, S>(block, q0, q1, x, z, y);
+#else
+  slices_portable<Order, S>(block, q0, q1, x, z, y);
+#endif
+}
+
 } // namespace
 
 bool threads_available()
@@ -193,13 +280,16 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
     }
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
-      thread_rows(block, pattern.rowptr, t, team, k0, k1);
+      if (block.sliced()) thread_slices(block, t, team, k0, k1);
+      else thread_rows(block, pattern.rowptr, t, team, k0, k1);
       dispatch_format(block.format, [&](auto tag) {
         using S = typename decltype(tag)::type;
         // z aliasing y is safe: each row reads z[row] before writing y[row]
         dispatch_order(A.order, [&](auto order) {
           constexpr SumOrder O = decltype(order)::value;
-          if (block.grouped())
+          if (block.sliced())
+            slices<O, S>(block, k0, k1, x, z, y);
+          else if (block.grouped())
             block_rows<O, S, true>(block, pattern, k0, k1, x, z, y);
           else
             block_rows<O, S, false>(block, pattern, k0, k1, x, z, y);
@@ -226,16 +316,22 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
     double *mine = partial.data() + static_cast<std::size_t>(ncols) * t;
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
-      thread_rows(block, pattern.rowptr, t, team, k0, k1);
+      if (block.sliced()) { // whole slices, as rows
+        thread_slices(block, t, team, k0, k1);
+        k0 = k0 * kSliceRows;
+        k1 = std::min(block.row_count(), k1 * kSliceRows);
+      } else {
+        thread_rows(block, pattern.rowptr, t, team, k0, k1);
+      }
       dispatch_format(block.format, [&](auto tag) {
         using S         = typename decltype(tag)::type;
-        const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+        const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
         for (std::int64_t k = k0; k < k1; ++k) {
-          const std::int64_t row   = block.grouped() ? block.rows[k] : block.row_begin + k;
-          const std::int64_t start = pattern.rowptr[row], n = pattern.rowptr[row + 1] - start;
-          const std::int64_t off = block.grouped() ? block.value_offsets[k] : start - block.value_base;
-          for (std::int64_t e = 0; e < n; ++e)
-            mine[pattern.cols[start + e]] += vals[off + e] * x[row];
+          const double xr = x[block.row(k)];
+          with_row_entries(block, pattern.rowptr, pattern.cols, k,
+                           [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
+                             for (std::int64_t e = 0; e < n; ++e) mine[cols[e * stride]] += vals[first + e * stride] * xr;
+                           });
         }
       });
     }

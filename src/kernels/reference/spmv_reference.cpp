@@ -19,14 +19,14 @@ void rowwise_spmv(const CompactCsr &A, CsrPattern<Index> p, const double *x, con
   for (const RowBlock &block : A.blocks) {
     dispatch_format(block.format, [&](auto tag) {
       using S         = typename decltype(tag)::type;
-      const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+      const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
       dispatch_order(A.order, [&](auto order) {
         for (std::int64_t k = 0; k < block.row_count(); ++k) {
-          const std::int64_t row   = block.grouped() ? block.rows[k] : block.row_begin + k;
-          const std::int64_t start = p.rowptr[row], n = p.rowptr[row + 1] - start;
-          const std::int64_t off   = block.grouped() ? block.value_offsets[k] : start - block.value_base;
-          const double init        = block.grouped() ? y[row] : (z ? z[row] : 0.0);
-          y[row] = row_dot<decltype(order)::value>(init, vals.subrange(off, n), p.cols + start, n, x);
+          const std::int64_t row = block.row(k);
+          const double init      = block.grouped() ? y[row] : (z ? z[row] : 0.0);
+          with_row_entries(block, p.rowptr, p.cols, k, [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
+            y[row] = row_dot<decltype(order)::value>(init, vals.subrange(first, n * stride), cols, n, x, stride);
+          });
         }
       });
     });
@@ -69,7 +69,7 @@ template <typename Fn> void for_each_row_in_order(const CompactCsr &A, Fn &&fn)
     for (std::size_t b = 0; b < A.blocks.size(); ++b) {
       const RowBlock &block = A.blocks[b];
       if (next[b] >= block.row_count()) continue;
-      const std::int64_t row = block.grouped() ? block.rows[next[b]] : block.row_begin + next[b];
+      const std::int64_t row = block.row(next[b]);
       if (best == A.blocks.size() || row < best_row) {
         best     = b;
         best_row = row;
@@ -88,10 +88,10 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> p, const double *x, c
   for_each_row_in_order(A, [&](const RowBlock &block, std::int64_t k, std::int64_t row) {
     dispatch_format(block.format, [&](auto tag) {
       using S                  = typename decltype(tag)::type;
-      const auto vals          = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
-      const std::int64_t start = p.rowptr[row], n = p.rowptr[row + 1] - start;
-      const std::int64_t off   = block.grouped() ? block.value_offsets[k] : start - block.value_base;
-      for (std::int64_t e = 0; e < n; ++e) y[p.cols[start + e]] += vals[off + e] * x[row];
+      const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+      with_row_entries(block, p.rowptr, p.cols, k, [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
+        for (std::int64_t e = 0; e < n; ++e) y[cols[e * stride]] += vals[first + e * stride] * x[row];
+      });
     });
   });
   // entry split: the fp32 part, then the fp64 part (Ahmad et al.'s two products)

@@ -14,6 +14,14 @@
 //    or when most rows are empty (the off-diagonal block of an MPI matrix).
 //  - entry split (Ahmad et al.): two CSR matrices with their own indices, one
 //    with the fp32 entries and one with the fp64 entries.
+// Either row-wise layout may then be sliced (SELL-8, as PETSc's AIJSELL keeps a
+// sliced shadow of an AIJ matrix): the block's rows in slices of kSliceRows
+// consecutive block rows, each slice padded to its longest row and stored
+// column-major, with its own 32-bit column indices. Entry j of the rows of a
+// slice are then 8 adjacent values and 8 adjacent columns, which SIMD kernels
+// read with one load, one conversion and one gather, each row still summed in
+// its own order. Chosen (layout `automatic`) when padding adds at most
+// kMaxSlicePadding of the block's nonzeros.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +55,16 @@ inline bool storage_mode_is_lossy(StorageMode m) { return m != StorageMode::loss
 // mode reproduces whichever PETSc uses, so results match AIJ bit for bit.
 enum class SumOrder : std::uint8_t { sequential, paired };
 
+// How the rows of a block are laid out in memory (not a change of values).
+enum class Layout : std::uint8_t {
+  automatic, // sliced when the padding is small and columns fit 32 bits, else CSR order
+  csr,       // values in the master's row order, indices read from the master
+  sliced     // always sliced (an error when the block has 2^31 columns or more)
+};
+inline constexpr int kLayoutCount = 3;
+const char *layout_name(Layout l);
+bool parse_layout(const char *name, Layout *l);
+
 struct StorageOptions {
   StorageMode mode      = StorageMode::lossless;
   double tolerance      = 1e-3; // tolerance mode: bound on each entry's relative error
@@ -55,6 +73,7 @@ struct StorageOptions {
   double range          = 1.0;  // entrysplit: |a| < range goes to fp32
   double mean_abs_value = -1.0; // rowsplit: mean |a| over the whole matrix (all ranks); < 0: computed from the parts
   SumOrder order        = SumOrder::sequential;
+  Layout layout         = Layout::automatic;
 };
 
 // A read-only view of a CSR matrix (the master copy).
@@ -80,16 +99,44 @@ private:
   std::size_t bytes_ = 0;
 };
 
+// Rows per slice of the sliced layout: one AVX-512 register of fp64 sums.
+inline constexpr int kSliceRows = 8;
+// Automatic layout: slice a block when its padded size is at most this many
+// times its nonzeros (padding costs bytes a product must move).
+inline constexpr double kMaxSlicePadding = 1.25;
+
 struct RowBlock {
   Format format         = Format::fp64;
   std::int64_t row_begin = 0, row_end = 0; // run layout: rows [row_begin, row_end)
-  std::int64_t value_base = 0;             // run layout: rowptr[row_begin]
-  std::vector<std::int32_t> rows;          // grouped layout: the block's rows
-  std::vector<std::int64_t> value_offsets; // grouped layout: row k's values at [offsets[k], offsets[k+1])
+  std::int64_t value_base = 0;             // run layout, CSR order: rowptr[row_begin]
+  std::vector<std::int32_t> rows;          // grouped layout: the block's rows (block row k is rows[k])
+  std::vector<std::int64_t> value_offsets; // grouped layout, CSR order: row k's values at [offsets[k], offsets[k+1])
   std::int64_t nnz = 0;
   AlignedBytes values;
-  bool grouped() const { return !value_offsets.empty(); }
+  // Sliced: block rows 8q..8q+7 form slice q; entry e of block row k is stored
+  // at slice_offsets[q] + e * kSliceRows + k % kSliceRows (q = k / kSliceRows),
+  // both its value and its column. Padding entries hold value 0 and column 0.
+  std::vector<std::int64_t> slice_offsets; // slices + 1
+  std::vector<std::int32_t> row_lengths;   // kSliceRows * slices; 0 past the last row
+  std::vector<std::int32_t> cols;
+
+  bool grouped() const { return !rows.empty(); }
+  bool sliced() const { return !slice_offsets.empty(); }
   std::int64_t row_count() const { return grouped() ? static_cast<std::int64_t>(rows.size()) : row_end - row_begin; }
+  std::int64_t row(std::int64_t k) const { return grouped() ? rows[k] : row_begin + k; }
+  std::int64_t slice_count() const { return sliced() ? static_cast<std::int64_t>(slice_offsets.size()) - 1 : 0; }
+  // Stored entries, padding included.
+  std::int64_t stored_count() const { return sliced() ? slice_offsets.back() : nnz; }
+  // Where entry e of block row k is stored (in `values`, and in `cols` when
+  // sliced); row_start is the master's rowptr[row(k)].
+  std::int64_t value_index(std::int64_t k, std::int64_t e, std::int64_t row_start) const
+  {
+    if (sliced()) return slice_offsets[k / kSliceRows] + e * kSliceRows + k % kSliceRows;
+    if (grouped()) return value_offsets[k] + e;
+    return row_start - value_base + e;
+  }
+  // Distance between consecutive entries of one row.
+  std::int64_t value_stride() const { return sliced() ? kSliceRows : 1; }
 };
 
 // One part of an entry split: a CSR matrix of its own over all rows.
