@@ -42,6 +42,25 @@ typedef enum {
 } MatAIJMPStorage;
 PETSC_EXTERN const char *const MatAIJMPStorages[];
 
+/*E
+   MatAIJMPLayout - how the compact copy of a `MATAIJMP` matrix lays out its rows (the values are the same in all)
+
+$  MAT_AIJMP_LAYOUT_AUTO   - sliced where padding adds at most 25% of a block's nonzeros and columns fit 32 bits, else CSR (default)
+$  MAT_AIJMP_LAYOUT_CSR    - values in the row order of the AIJ master, whose column indices products read
+$  MAT_AIJMP_LAYOUT_SLICED - slices of 8 rows stored column by column (SELL-8) with their own 32-bit columns,
+                             read 8 rows per SIMD instruction; rows padded to the longest row of their slice
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetLayout()`, `MATAIJMP`
+E*/
+typedef enum {
+  MAT_AIJMP_LAYOUT_AUTO,
+  MAT_AIJMP_LAYOUT_CSR,
+  MAT_AIJMP_LAYOUT_SLICED
+} MatAIJMPLayout;
+PETSC_EXTERN const char *const MatAIJMPLayouts[];
+
 /* Storage formats, in the order of the per-format arrays of MatAIJMPInfo. */
 typedef enum {
   PETSCMP_FP64,
@@ -60,6 +79,8 @@ PETSC_EXTERN const char *const PetscMPFormats[];
    Fields:
 +  rows[f], nnz[f]     - nonempty rows and nonzeros stored in format f
 .  max_rel_error[f]    - largest relative change |stored - a|/|a| of an entry stored in format f
+.  stored              - values stored, including the explicit zeros that pad the rows of sliced blocks
+.  sliced_rows         - rows in the sliced layout (`MatAIJMPSetLayout()`); the others are in CSR order
 .  bytes               - bytes a MatMult reads from the matrix (values and indices)
 .  aij_bytes           - the same for `MATAIJ`
 -  lossy               - whether the stored operator may differ from the assembled one
@@ -70,6 +91,8 @@ typedef struct {
   PetscInt64 rows[PETSCMP_NUM_FORMATS];
   PetscInt64 nnz[PETSCMP_NUM_FORMATS];
   PetscReal max_rel_error[PETSCMP_NUM_FORMATS];
+  PetscInt64 stored;
+  PetscInt64 sliced_rows;
   PetscReal bytes;
   PetscReal aij_bytes;
   PetscBool lossy;
@@ -85,6 +108,8 @@ PETSC_EXTERN PetscErrorCode MatAIJMPSetTolerance(Mat, PetscReal);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetRowSplit(Mat, PetscReal, PetscReal);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetEntrySplitRange(Mat, PetscReal);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetNumThreads(Mat, PetscInt);
+PETSC_EXTERN PetscErrorCode MatAIJMPSetLayout(Mat, MatAIJMPLayout);
+PETSC_EXTERN PetscErrorCode MatAIJMPGetLayout(Mat, MatAIJMPLayout *);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetInfo(Mat, MatAIJMPInfo *);
 
 PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATAIJMP_MultTranspose;

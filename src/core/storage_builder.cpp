@@ -299,13 +299,15 @@ template <typename Index> void choose_layout(const CsrView<Index> &csr, Layout l
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
   if (layout == Layout::sliced && !narrow_columns)
     throw StorageError("petscmp: the sliced layout stores 32-bit column indices; this block has 2^31 columns or more");
-  out.stats.value_bytes = out.stats.index_bytes = 0;
+  out.stats.value_bytes = out.stats.index_bytes = out.stats.stored = out.stats.sliced_rows = 0;
   for (RowBlock &b : out.blocks) {
     if (layout != Layout::csr && narrow_columns && b.row_count() > 0) {
       std::vector<std::int64_t> offsets = slice_offsets_of(csr, b);
       if (layout == Layout::sliced || offsets.back() <= kMaxSlicePadding * static_cast<double>(b.nnz))
         slice_block(csr, std::move(offsets), b);
     }
+    out.stats.stored += b.stored_count();
+    if (b.sliced()) out.stats.sliced_rows += b.row_count();
     out.stats.value_bytes += static_cast<std::int64_t>(b.values.size());
     out.stats.index_bytes += block_index_bytes<Index>(b);
   }
@@ -482,6 +484,7 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
       }
     });
     fs.nnz = nnz;
+    out.stats.stored += nnz;
     out.stats.value_bytes += static_cast<std::int64_t>(part.values.size());
     out.stats.index_bytes += nnz * 4 + (csr.nrows + 1) * 8;
     out.split.push_back(std::move(part));

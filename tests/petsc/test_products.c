@@ -150,6 +150,65 @@ static PetscErrorCode CheckInodes(Mat A, PetscBool expect, const char *label)
   PetscFunctionReturn(0);
 }
 
+/* Products of Amp in the csr and the sliced layout, lossless and fp16: bitwise equal to each other, and to AIJ's
+   when lossless. MatAIJMPGetInfo: csr stores exactly the nonzeros, sliced at least as many. */
+static PetscErrorCode CheckLayouts(Mat Amp, Mat Aaij, const char *label)
+{
+  const MatAIJMPLayout  layouts[2]  = {MAT_AIJMP_LAYOUT_CSR, MAT_AIJMP_LAYOUT_SLICED};
+  const MatAIJMPStorage storages[2] = {MAT_AIJMP_LOSSLESS, MAT_AIJMP_FP16};
+  MPI_Comm              comm        = PetscObjectComm((PetscObject)Amp);
+  Vec                   x, z, y[2], ya[2], yt[2];
+  char                  what[160];
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreateVecs(Aaij, &x, &z));
+  PetscCall(TestVecFill(x, 11));
+  PetscCall(TestVecFill(z, 12));
+  for (int l = 0; l < 2; l++) {
+    PetscCall(VecDuplicate(z, &y[l]));
+    PetscCall(VecDuplicate(z, &ya[l]));
+    PetscCall(VecDuplicate(x, &yt[l]));
+  }
+  for (int s = 0; s < 2; s++) {
+    PetscCall(MatAIJMPSetStorage(Amp, storages[s]));
+    for (int l = 0; l < 2; l++) {
+      MatAIJMPLayout got;
+      MatAIJMPInfo   info;
+      PetscInt64     nnz = 0;
+      PetscCall(MatAIJMPSetLayout(Amp, layouts[l]));
+      PetscCall(MatAIJMPGetLayout(Amp, &got));
+      TEST_CHECK(comm, got == layouts[l], "%s: MatAIJMPGetLayout returned %s after setting %s", label, MatAIJMPLayouts[got], MatAIJMPLayouts[layouts[l]]);
+      PetscCall(MatAIJMPGetInfo(Amp, &info));
+      for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) nnz += info.nnz[f];
+      if (layouts[l] == MAT_AIJMP_LAYOUT_CSR) TEST_CHECK(comm, info.stored == nnz, "%s: csr layout stores %" PetscInt64_FMT " values for %" PetscInt64_FMT " nonzeros", label, info.stored, nnz);
+      else TEST_CHECK(comm, info.stored >= nnz, "%s: sliced layout stores %" PetscInt64_FMT " values for %" PetscInt64_FMT " nonzeros", label, info.stored, nnz);
+      PetscCall(MatMult(Amp, x, y[l]));
+      PetscCall(MatMultAdd(Amp, x, z, ya[l]));
+      PetscCall(MatMultTranspose(Amp, z, yt[l]));
+      if (storages[s] == MAT_AIJMP_LOSSLESS) {
+        PetscCall(PetscSNPrintf(what, sizeof what, "%s lossless, layout %s", label, MatAIJMPLayouts[layouts[l]]));
+        PetscCall(CheckProducts(Amp, Aaij, PETSC_TRUE, 0, what, NULL));
+      }
+    }
+    PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMult csr against sliced", label, MatAIJMPStorages[storages[s]]));
+    PetscCall(TestCheckBitwise(y[0], y[1], what));
+    PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMultAdd csr against sliced", label, MatAIJMPStorages[storages[s]]));
+    PetscCall(TestCheckBitwise(ya[0], ya[1], what));
+    PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMultTranspose csr against sliced", label, MatAIJMPStorages[storages[s]]));
+    PetscCall(TestCheckBitwise(yt[0], yt[1], what));
+  }
+  PetscCall(MatAIJMPSetStorage(Amp, MAT_AIJMP_LOSSLESS));
+  PetscCall(MatAIJMPSetLayout(Amp, MAT_AIJMP_LAYOUT_AUTO));
+  for (int l = 0; l < 2; l++) {
+    PetscCall(VecDestroy(&y[l]));
+    PetscCall(VecDestroy(&ya[l]));
+    PetscCall(VecDestroy(&yt[l]));
+  }
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&z));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscMPIInt size;
@@ -246,6 +305,11 @@ int main(int argc, char **argv)
     PetscCall(PetscSNPrintf(label, sizeof label, "%s lossless again", inode ? (runs ? "inode/runs" : "inode/mixed") : (runs ? "no-inode/runs" : "no-inode/mixed")));
     PetscCall(CheckProducts(Amp, Aaij, PETSC_TRUE, 0, label, NULL));
     PetscCall(CheckInfo(Amp, Aaij, NULL, label));
+
+    /* layouts: the same values summed in the same order, so products are bitwise equal in csr and sliced
+       (lossless also equal to AIJ); csr stores no padding, sliced pads rows to their slice's longest */
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s", inode ? (runs ? "inode/runs" : "inode/mixed") : (runs ? "no-inode/runs" : "no-inode/mixed")));
+    PetscCall(CheckLayouts(Amp, Aaij, label));
 
     PetscCall(MatDestroy(&Amp));
     PetscCall(MatDestroy(&Aaij));

@@ -6,6 +6,7 @@
 const char *const MatAIJMPStorages[] = {"lossless",   "fp32",      "fp16",     "bf16",       "fp11_20",
                                         "fp11_4",     "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage",
                                         "MAT_AIJMP_", nullptr};
+const char *const MatAIJMPLayouts[]  = {"auto", "csr", "sliced", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
 const char *const PetscMPFormats[]   = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
                                         "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
 
@@ -13,6 +14,7 @@ namespace petscmp {
 
 static_assert(static_cast<int>(StorageMode::entrysplit) == MAT_AIJMP_ENTRYSPLIT, "storage enums must agree");
 static_assert(static_cast<int>(Format::fp11_4) == PETSCMP_FP11_4, "format enums must agree");
+static_assert(static_cast<int>(Layout::sliced) == MAT_AIJMP_LAYOUT_SLICED, "layout enums must agree");
 
 // A block of its own: inside MatSetFromOptions' block, PETSc's -help would not
 // show these once SeqAIJ has printed its section.
@@ -36,6 +38,10 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
                              s.opts.row_fraction, &s.opts.row_fraction, nullptr));
   PetscCall(PetscOptionsReal("-mat_aijmp_range", "Entrysplit: entries with |a| < range are stored in fp32",
                              "MatAIJMPSetEntrySplitRange", s.opts.range, &s.opts.range, nullptr));
+  MatAIJMPLayout layout = static_cast<MatAIJMPLayout>(s.opts.layout);
+  PetscCall(PetscOptionsEnum("-mat_aijmp_layout", "Row layout of the compact copy: auto, csr or sliced (SELL-8)",
+                             "MatAIJMPSetLayout", MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
+  if (flg) s.opts.layout = static_cast<Layout>(layout);
   PetscCall(PetscOptionsInt("-mat_aijmp_threads", "OpenMP threads per process for products (0: 1, or OMP_NUM_THREADS)",
                             "MatAIJMPSetNumThreads", s.nthreads, &s.nthreads, nullptr));
   PetscOptionsEnd();
@@ -70,6 +76,11 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s)
     PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range", &s.opts.range, nullptr));
   if (!(s.explicitly_set & kSetThreads))
     PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_threads", &s.nthreads, nullptr));
+  if (!(s.explicitly_set & kSetLayout)) {
+    PetscInt layout = static_cast<PetscInt>(s.opts.layout);
+    PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_layout", MatAIJMPLayouts, kLayoutCount, &layout, &flg));
+    if (flg) s.opts.layout = static_cast<Layout>(layout);
+  }
   PetscFunctionReturn(0);
 }
 
@@ -81,6 +92,8 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
     info.nnz[f] += c.stats.per_format[f].nnz;
     info.max_rel_error[f] = PetscMax(info.max_rel_error[f], c.stats.per_format[f].max_relative_error);
   }
+  info.stored += c.stats.stored;
+  info.sliced_rows += c.stats.sliced_rows;
   info.bytes += c.stats.bytes();
   info.aij_bytes += c.stats.aij_bytes();
   PetscFunctionReturn(0);
@@ -116,6 +129,14 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   PetscCall(PetscViewerASCIIPrintf(
       viewer, "  bytes per nonzero read by MatMult (values + indices): %.3g, AIJ %.3g (%.2fx less)\n", per_nnz,
       aij_per_nnz, per_nnz > 0 ? aij_per_nnz / per_nnz : 1.0));
+  PetscInt64 rows = 0;
+  for (int f = 0; f < kFormatCount; ++f)
+    rows += info.rows[f];
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "  layout %s: %" PetscInt64_FMT " of %" PetscInt64_FMT " nonempty rows sliced (SELL-8); %" PetscInt64_FMT
+                                   " values stored, %.1f%% of them padding\n",
+                                   layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, info.stored,
+                                   info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
   if (s.opts.mode == StorageMode::lossless) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));
@@ -216,6 +237,71 @@ PetscErrorCode MatAIJMPGetStorage(Mat A, MatAIJMPStorage *storage)
   PetscCall(AIJMPGetSettings(A, &s));
   if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
   *storage = s ? static_cast<MatAIJMPStorage>(s->opts.mode) : MAT_AIJMP_LOSSLESS;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetLayout - Sets how the compact copy of a `MATAIJMP` matrix lays out its rows
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  layout - see `MatAIJMPLayout`
+
+   Options Database Key:
+.  -mat_aijmp_layout <auto,csr,sliced> - the layout
+
+   Notes:
+   The layout changes how values are read, never which values are stored nor the order in which a row is summed:
+   products are bitwise the same in every layout. The sliced layout (SELL-8) lets one SIMD instruction convert the
+   entries of 8 rows; it stores 32-bit column indices of its own (4 more bytes per stored value, padding included).
+   Matrices of other types ignore this call.
+
+   Level: advanced
+
+.seealso: `MATAIJMP`, `MatAIJMPLayout`, `MatAIJMPGetLayout()`, `MatAIJMPGetInfo()`
+@*/
+PetscErrorCode MatAIJMPSetLayout(Mat A, MatAIJMPLayout layout)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(layout >= MAT_AIJMP_LAYOUT_AUTO && layout <= MAT_AIJMP_LAYOUT_SLICED, PetscObjectComm((PetscObject)A),
+             PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp layout %d", (int)layout);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (!s) PetscFunctionReturn(0);
+  s->opts.layout = static_cast<Layout>(layout);
+  s->explicitly_set |= kSetLayout;
+  PetscCall(AIJMPSettingsChanged(A));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPGetLayout - Gets the row layout of a `MATAIJMP` matrix's compact copy
+
+   Not Collective
+
+   Input Parameter:
+.  A - the matrix
+
+   Output Parameter:
+.  layout - the layout (`MAT_AIJMP_LAYOUT_AUTO` for matrices of other types)
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetLayout()`
+@*/
+PetscErrorCode MatAIJMPGetLayout(Mat A, MatAIJMPLayout *layout)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  *layout = s ? static_cast<MatAIJMPLayout>(s->opts.layout) : MAT_AIJMP_LAYOUT_AUTO;
   PetscFunctionReturn(0);
 }
 

@@ -21,7 +21,7 @@ struct AIJMPSettings {
   bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
   unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
 };
-enum : unsigned { kSetStorage = 1, kSetTolerance = 2, kSetRowSplit = 4, kSetRange = 8, kSetThreads = 16 };
+enum : unsigned { kSetStorage = 1, kSetTolerance = 2, kSetRowSplit = 4, kSetRange = 8, kSetThreads = 16, kSetLayout = 32 };
 
 // Everything that identifies the master values a compact copy was built from.
 struct BuildKey {

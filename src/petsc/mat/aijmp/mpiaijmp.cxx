@@ -149,6 +149,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
       info->nnz[f] += part.nnz[f];
       info->max_rel_error[f] = PetscMax(info->max_rel_error[f], part.max_rel_error[f]);
     }
+    info->stored += part.stored;
     info->bytes += part.bytes;
     info->aij_bytes += part.aij_bytes;
   }
@@ -156,10 +157,15 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCall(MatAIJMPGetInfo(blocks[0], &part));
   for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f)
     info->rows[f] = part.rows[f];
+  info->sliced_rows = part.sliced_rows;
   MPI_Comm comm = PetscObjectComm((PetscObject)A);
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
+  PetscInt64 counts[2] = {info->stored, info->sliced_rows};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPIU_INT64, MPI_SUM, comm));
+  info->stored      = counts[0];
+  info->sliced_rows = counts[1];
   PetscReal bytes[2] = {info->bytes, info->aij_bytes};
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPIU_REAL, MPI_SUM, comm));
   info->bytes     = bytes[0];

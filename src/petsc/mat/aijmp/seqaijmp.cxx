@@ -353,6 +353,7 @@ PetscErrorCode MatConvert_SeqAIJ_SeqAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
 .  -mat_aijmp_range_factor <f> - rowsplit range r = f * mean|a|
 .  -mat_aijmp_row_fraction <p> - rowsplit: a row is fp32 when at least this fraction of its values lie in (-r, r)
 .  -mat_aijmp_range <r> - entrysplit: |a| < r is stored in fp32
+.  -mat_aijmp_layout <auto,csr,sliced> - row layout of the compact copy (sliced: SELL-8, 8 rows per SIMD instruction)
 -  -mat_aijmp_threads <n> - OpenMP threads per process for the products (default 1, or OMP_NUM_THREADS)
 
    Level: beginner

@@ -155,6 +155,8 @@ struct FormatStats {
 struct StorageStats {
   FormatStats per_format[kFormatCount];
   std::int64_t nrows = 0, nnz = 0;
+  std::int64_t stored      = 0; // values stored: nnz plus the padding of sliced blocks
+  std::int64_t sliced_rows = 0; // rows of sliced blocks
   std::int64_t value_bytes = 0; // bytes of stored values
   std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
   int index_size = 4;           // bytes of one master index
