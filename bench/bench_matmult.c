@@ -8,6 +8,9 @@ static char help[] = "Memory-bound MatMult benchmark: PETSc AIJ, PETSc SELL and 
                      "  -tolerance <real>  bound of the tolerance mode (default 1e-3)\n"
                      "  -modes <m1,m2,..>  the aijmp modes to time, in order, repeats allowed (default: all nine)\n"
                      "  -seed <int>        PetscRandom seed of the 27-point values (default 4242)\n"
+                     "  -rowsplit_factors <f1,f2,..> extra rowsplit runs with these range factors (default 0.63,4; 0 values: none)\n"
+                     "  -rowsplit_fraction <p>       their row fraction (default 0.9). Each is compared with uniform fp32 at the same\n"
+                     "                     fp32 fraction phi: phi*t(fp32) + (1-phi)*t(an all-fp64 mode of the same run)\n"
                      "  -stream_mib <int>  MiB per STREAM array, all ranks together (default 512)\n"
                      "  -stream_reps <int> STREAM triad repetitions, best taken (default 5)\n\n";
 
@@ -25,6 +28,12 @@ static PetscInt        nmodes               = 9;
 static MatAIJMPStorage modes[MAXMODES] = {MAT_AIJMP_LOSSLESS, MAT_AIJMP_FP32,      MAT_AIJMP_FP16,
                                               MAT_AIJMP_BF16,     MAT_AIJMP_FP11_20,   MAT_AIJMP_FP11_4,
                                               MAT_AIJMP_TOLERANCE, MAT_AIJMP_ROWSPLIT, MAT_AIJMP_ENTRYSPLIT};
+
+/* extra rowsplit runs: range factors and the row fraction they use */
+#define MAXSPLITS 8
+static PetscInt  nsplits                 = 2;
+static PetscReal split_factors[MAXSPLITS] = {0.63, 4.0};
+static PetscReal split_fraction          = 0.9;
 
 typedef struct {
   char         name[32];
@@ -184,6 +193,40 @@ static void FormatMix(const MatAIJMPInfo *info, char *buf, size_t len)
 }
 
 /* ---------------------------------------------------------------------------------------------------------- */
+/* Fraction of the nonempty rows a run stored in format f */
+static double RowFraction(const MatAIJMPInfo *info, int f)
+{
+  PetscInt64 total = 0;
+  for (int g = 0; g < PETSCMP_NUM_FORMATS; g++) total += info->rows[g];
+  return total ? (double)info->rows[f] / (double)total : 0.0;
+}
+
+/* Every rowsplit run against uniform fp32 at the same fp32 fraction phi: phi*t(fp32) + (1-phi)*t(fp64), the
+   times as multiples of the AIJ median of their own block (so that drift between blocks cancels) */
+static PetscErrorCode CompareRowSplit(MPI_Comm comm, const Row *rows, PetscInt nruns)
+{
+  const Row *fp32 = NULL, *fp64 = NULL;
+
+  PetscFunctionBegin;
+  for (PetscInt k = 2; k < 2 + nruns; k++) {
+    if (!strcmp(rows[k].name, "aijmp fp32") && RowFraction(&rows[k].info, PETSCMP_FP32) == 1.0) fp32 = &rows[k];
+    if (!fp64 && RowFraction(&rows[k].info, PETSCMP_FP64) == 1.0 && rows[k].info.sliced_rows > 0) fp64 = &rows[k];
+  }
+  if (!fp32 || !fp64) {
+    PetscCall(PetscPrintf(comm, "rowsplit against uniform fp32: needs an all-fp32 and an all-fp64 run of this matrix; skipped\n"));
+    PetscFunctionReturn(0);
+  }
+  const double r32 = fp32->ms / fp32->aij_ms, r64 = fp64->ms / fp64->aij_ms;
+  PetscCall(PetscPrintf(comm, "rowsplit against uniform fp32 at the same fp32 fraction phi (reference phi*t(fp32) + (1-phi)*t(%s), times relative to AIJ):\n", fp64->name + 6));
+  for (PetscInt k = 2; k < 2 + nruns; k++) {
+    if (strncmp(rows[k].name, "aijmp rowsplit", 14)) continue;
+    const double phi = RowFraction(&rows[k].info, PETSCMP_FP32), ref = phi * r32 + (1 - phi) * r64, t = rows[k].ms / rows[k].aij_ms;
+    PetscCall(PetscPrintf(comm, "  %-20s phi %5.1f%%  t/t_AIJ %.3f  reference %.3f  ratio %.3f (%s)\n", rows[k].name + 6, 100 * phi, t, ref, t / ref,
+                          t / ref <= 1.10 ? "within 10%" : "more than 10% slower"));
+  }
+  PetscFunctionReturn(0);
+}
+
 /* One matrix: AIJ, SELL and every aijmp mode, alternated                                                      */
 
 static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, PetscBool use_sell, PetscReal tol, double triad_gbs)
@@ -195,7 +238,7 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   Vec         x, y, yref, work;
   PetscReal   refnorm;
   Mat         S = NULL, P = NULL;
-  Row         rows[2 + MAXMODES];
+  Row         rows[2 + MAXMODES + MAXSPLITS];
   double     *aij_all, *sell_all, *aij_blk, *sell_blk, *mode_blk, t, vec_bytes, convert_s[2] = {0, 0};
   PetscInt    nall = 0;
   MatAIJMPInfo lossless_info;
@@ -247,12 +290,19 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   PetscCallMPI(MPI_Barrier(comm));
   convert_s[1] = MPI_Wtime() - t;
 
-  PetscCall(PetscMalloc5(nmodes * reps, &aij_all, nmodes * reps, &sell_all, reps, &aij_blk, reps, &sell_blk, reps, &mode_blk));
-  for (PetscInt mi = 0; mi < nmodes; mi++) {
-    Row *row = &rows[2 + mi];
-    PetscCall(PetscSNPrintf(row->name, sizeof(row->name), "aijmp %s", MatAIJMPStorages[modes[mi]]));
-    PetscCall(MatAIJMPSetStorage(P, modes[mi]));
-    if (modes[mi] == MAT_AIJMP_TOLERANCE) PetscCall(MatAIJMPSetTolerance(P, tol));
+  const PetscInt nruns = nmodes + nsplits;
+  PetscCall(PetscMalloc5(nruns * reps, &aij_all, nruns * reps, &sell_all, reps, &aij_blk, reps, &sell_blk, reps, &mode_blk));
+  for (PetscInt mi = 0; mi < nruns; mi++) {
+    Row                  *row  = &rows[2 + mi];
+    const MatAIJMPStorage mode = mi < nmodes ? modes[mi] : MAT_AIJMP_ROWSPLIT;
+    if (mi < nmodes) PetscCall(PetscSNPrintf(row->name, sizeof(row->name), "aijmp %s", MatAIJMPStorages[mode]));
+    else PetscCall(PetscSNPrintf(row->name, sizeof(row->name), "aijmp rowsplit f=%.2f", (double)split_factors[mi - nmodes]));
+    PetscCall(MatAIJMPSetStorage(P, mode));
+    if (mode == MAT_AIJMP_TOLERANCE) PetscCall(MatAIJMPSetTolerance(P, tol));
+    if (mode == MAT_AIJMP_ROWSPLIT) {
+      if (mi < nmodes) PetscCall(MatAIJMPSetRowSplit(P, 0.1, 0.99)); /* the defaults */
+      else PetscCall(MatAIJMPSetRowSplit(P, split_factors[mi - nmodes], split_fraction));
+    }
     /* MatAIJMPGetInfo builds the compact copy for the new mode: that is the build time */
     PetscCallMPI(MPI_Barrier(comm));
     t = MPI_Wtime();
@@ -261,7 +311,7 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
     row->build_s  = MPI_Wtime() - t;
     row->has_info = PETSC_TRUE;
     row->bytes    = row->info.bytes;
-    if (modes[mi] == MAT_AIJMP_LOSSLESS) {
+    if (mode == MAT_AIJMP_LOSSLESS) {
       lossless_info = row->info;
       have_lossless = PETSC_TRUE;
     }
@@ -301,7 +351,7 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
                         convert_s[0], convert_s[1]));
   PetscCall(PetscPrintf(comm, "%-18s %9s %8s %8s %9s %10s %11s %8s %9s %9s\n", "variant", "ms(med)", "GB/s", "%triad", "speedup", "bytes/nnz", "rel.err", "build s",
                         "AIJ ms", "ms(min)"));
-  for (PetscInt k = 0; k < 2 + nmodes; k++) {
+  for (PetscInt k = 0; k < 2 + nruns; k++) {
     const Row   *row = &rows[k];
     char         build[16];
     if (k == 1 && !S) continue;
@@ -312,11 +362,12 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
                           row->bytes / (double)nnz, row->relerr, build, row->aij_ms, row->min_ms));
   }
   PetscCall(PetscPrintf(comm, "format mix per mode (rows per storage format, largest relative change of a stored value):\n"));
-  for (PetscInt mi = 0; mi < nmodes; mi++) {
+  for (PetscInt mi = 0; mi < nruns; mi++) {
     char mix[512];
     FormatMix(&rows[2 + mi].info, mix, sizeof(mix));
-    PetscCall(PetscPrintf(comm, "  %-12s %s\n", MatAIJMPStorages[modes[mi]], mix));
+    PetscCall(PetscPrintf(comm, "  %-16s %s\n", rows[2 + mi].name + 6, mix));
   }
+  PetscCall(CompareRowSplit(comm, rows, nruns));
   if (have_lossless) {
     PetscInt64 total = 0;
     PetscCall(PetscPrintf(comm, "%s: lossless format histogram (rows):", title));
@@ -366,6 +417,10 @@ int main(int argc, char **argv)
     PetscBool set;
     PetscCall(PetscOptionsGetEnumArray(NULL, NULL, "-modes", MatAIJMPStorages, (PetscEnum *)modes, &n, &set));
     if (set) nmodes = n;
+    n = MAXSPLITS;
+    PetscCall(PetscOptionsGetRealArray(NULL, NULL, "-rowsplit_factors", split_factors, &n, &set));
+    if (set) nsplits = n;
+    PetscCall(PetscOptionsGetReal(NULL, NULL, "-rowsplit_fraction", &split_fraction, NULL));
   }
   PetscCheck(reps >= 1 && stream_reps >= 1 && stream_mib >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps, -stream_reps and -stream_mib must be positive");
 
