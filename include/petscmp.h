@@ -77,7 +77,7 @@ PETSC_EXTERN const char *const PetscMPFormats[];
    MatAIJMPInfo - what the compact copy of a `MATAIJMP` matrix holds (summed over ranks)
 
    Fields:
-+  rows[f], nnz[f]     - nonempty rows and nonzeros stored in format f
++  rows[f], nnz[f]     - nonempty rows and nonzeros stored in format f (entrysplit: rows with an entry in format f)
 .  max_rel_error[f]    - largest relative change |stored - a|/|a| of an entry stored in format f
 .  stored              - values stored, including the explicit zeros that pad the rows of sliced blocks
 .  sliced_rows         - rows in the sliced layout (`MatAIJMPSetLayout()`); the others are in CSR order

@@ -36,5 +36,6 @@ echo
 echo "petscmp demo: 3D elasticity (Q1), ${n2}^3 nodes, CG to rtol 1e-8, serial; block-Jacobi with 30-row blocks"
 printf '%-34s %s\n' "PETSc PCVPBJACOBI" "$($mpiexec -n 1 "$ex2" -n "$n2" -pc_type vpbjacobi -set_variable_blocks 30 | grep '^problem')"
 printf '%-34s %s\n' "petscmp apbjacobi (-dll_append)" "$($mpiexec -n 1 "$ex2" -n "$n2" -dll_append "$lib" -pc_type apbjacobi | grep '^problem')"
+printf '%-34s %s\n' "petscmp aijmp fp32 + apbjacobi" "$($mpiexec -n 1 "$ex2" -n "$n2" -dll_append "$lib" -pc_type apbjacobi -dm_mat_type aijmp -mat_aijmp_storage fp32 | grep '^problem')"
 echo "What apbjacobi stored:"
 $mpiexec -n 1 "$ex2" -n "$n2" -dll_append "$lib" -pc_type apbjacobi -ksp_view | sed -n '/adaptive-precision/,/setup seconds/p'

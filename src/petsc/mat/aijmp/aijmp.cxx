@@ -118,6 +118,8 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   PetscCall(PetscViewerASCIIPrintf(viewer, "aijmp storage: %s%s; products compute in fp64\n",
                                    storage_mode_name(s.opts.mode), params));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  format    rows         nonzeros       max rel. perturbation\n"));
+  if (s.opts.mode == StorageMode::entrysplit)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  (entrysplit splits rows: a row counts in every format that holds one of its entries)\n"));
   double worst = 0.0;
   for (int f = 0; f < kFormatCount; ++f) {
     if (!info.nnz[f] && !info.rows[f]) continue;
