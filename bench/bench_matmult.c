@@ -8,7 +8,7 @@ static char help[] = "Memory-bound MatMult benchmark: PETSc AIJ, PETSc SELL and 
                      "  -tolerance <real>  bound of the tolerance mode (default 1e-3)\n"
                      "  -modes <m1,m2,..>  the aijmp modes to time, in order, repeats allowed (default: all nine)\n"
                      "  -seed <int>        PetscRandom seed of the 27-point values (default 4242)\n"
-                     "  -rowsplit_factors <f1,f2,..> extra rowsplit runs with these range factors (default 0.63,4; 0 values: none)\n"
+                     "  -rowsplit_factors <f1,f2,..> extra rowsplit runs with these range factors (default 0.63,4; 0: none)\n"
                      "  -rowsplit_fraction <p>       their row fraction (default 0.9). Each is compared with uniform fp32 at the same\n"
                      "                     fp32 fraction phi: phi*t(fp32) + (1-phi)*t(an all-fp64 mode of the same run)\n"
                      "  -stream_mib <int>  MiB per STREAM array, all ranks together (default 512)\n"
@@ -419,7 +419,11 @@ int main(int argc, char **argv)
     if (set) nmodes = n;
     n = MAXSPLITS;
     PetscCall(PetscOptionsGetRealArray(NULL, NULL, "-rowsplit_factors", split_factors, &n, &set));
-    if (set) nsplits = n;
+    if (set) { /* a factor <= 0 (-rowsplit_factors 0) asks for no extra run */
+      nsplits = 0;
+      for (PetscInt k = 0; k < n; k++)
+        if (split_factors[k] > 0) split_factors[nsplits++] = split_factors[k];
+    }
     PetscCall(PetscOptionsGetReal(NULL, NULL, "-rowsplit_fraction", &split_fraction, NULL));
   }
   PetscCheck(reps >= 1 && stream_reps >= 1 && stream_mib >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps, -stream_reps and -stream_mib must be positive");

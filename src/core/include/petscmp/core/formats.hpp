@@ -244,7 +244,11 @@ inline __m512d decode8(const float *src, __mmask8 m)
 }
 inline __m512d decode8(const fp16_t *src, __mmask8 m)
 {
+#if defined(__AVX512FP16__) // one exact conversion fp16 -> fp64 instead of two (via fp32): the same value
+  return _mm512_cvtph_pd(_mm_castsi128_ph(_mm_maskz_loadu_epi16(m, src)));
+#else
   return _mm512_maskz_cvtps_pd(0xff, _mm256_cvtph_ps(_mm_maskz_loadu_epi16(m, src)));
+#endif
 }
 inline __m512d decode8(const bf16_t *src, __mmask8 m)
 {
