@@ -171,10 +171,19 @@ static PetscErrorCode AIJMPGetSettings(Mat A, AIJMPSettings **s)
   PetscFunctionReturn(0);
 }
 
-// Settings changed: the compact copies must be rebuilt.
-static PetscErrorCode AIJMPSettingsChanged(Mat A)
+// The one path of every setter: applies `change` to A's settings (matrices of
+// other types have none and ignore the call), records that the C API set them
+// (a later lazy options read must not override it), and bumps the object state
+// so the compact copies are rebuilt at the next product.
+template <typename Change> static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change)
 {
+  AIJMPSettings *s;
+
   PetscFunctionBegin;
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (!s) PetscFunctionReturn(0);
+  change(*s);
+  s->explicitly_set |= which;
   PetscCall(PetscObjectStateIncrease((PetscObject)A));
   PetscFunctionReturn(0);
 }
@@ -201,17 +210,13 @@ static PetscErrorCode AIJMPSettingsChanged(Mat A)
 @*/
 PetscErrorCode MatAIJMPSetStorage(Mat A, MatAIJMPStorage storage)
 {
-  AIJMPSettings *s;
-
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp storage %d", (int)storage);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (!s) PetscFunctionReturn(0);
-  s->opts.mode = static_cast<StorageMode>(storage);
-  s->explicitly_set |= kSetStorage;
-  PetscCall(AIJMPSettingsChanged(A));
+  PetscCall(AIJMPChangeSettings(A, kSetStorage, [&](AIJMPSettings &s) {
+    s.opts.mode = static_cast<StorageMode>(storage);
+  }));
   PetscFunctionReturn(0);
 }
 
@@ -266,17 +271,13 @@ PetscErrorCode MatAIJMPGetStorage(Mat A, MatAIJMPStorage *storage)
 @*/
 PetscErrorCode MatAIJMPSetLayout(Mat A, MatAIJMPLayout layout)
 {
-  AIJMPSettings *s;
-
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(layout >= MAT_AIJMP_LAYOUT_AUTO && layout <= MAT_AIJMP_LAYOUT_SLICED, PetscObjectComm((PetscObject)A),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp layout %d", (int)layout);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (!s) PetscFunctionReturn(0);
-  s->opts.layout = static_cast<Layout>(layout);
-  s->explicitly_set |= kSetLayout;
-  PetscCall(AIJMPSettingsChanged(A));
+  PetscCall(AIJMPChangeSettings(A, kSetLayout, [&](AIJMPSettings &s) {
+    s.opts.layout = static_cast<Layout>(layout);
+  }));
   PetscFunctionReturn(0);
 }
 
@@ -325,17 +326,13 @@ PetscErrorCode MatAIJMPGetLayout(Mat A, MatAIJMPLayout *layout)
 @*/
 PetscErrorCode MatAIJMPSetTolerance(Mat A, PetscReal tol)
 {
-  AIJMPSettings *s;
-
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(tol >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The aijmp tolerance must be nonnegative, not %g", (double)tol);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (!s) PetscFunctionReturn(0);
-  s->opts.tolerance = tol;
-  s->explicitly_set |= kSetTolerance;
-  PetscCall(AIJMPSettingsChanged(A));
+  PetscCall(AIJMPChangeSettings(A, kSetTolerance, [&](AIJMPSettings &s) {
+    s.opts.tolerance = tol;
+  }));
   PetscFunctionReturn(0);
 }
 
@@ -360,20 +357,16 @@ PetscErrorCode MatAIJMPSetTolerance(Mat A, PetscReal tol)
 @*/
 PetscErrorCode MatAIJMPSetRowSplit(Mat A, PetscReal range_factor, PetscReal row_fraction)
 {
-  AIJMPSettings *s;
-
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(range_factor > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The rowsplit range factor must be positive, not %g", (double)range_factor);
   PetscCheck(row_fraction >= 0 && row_fraction <= 1, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The rowsplit row fraction must lie in [0, 1], not %g", (double)row_fraction);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (!s) PetscFunctionReturn(0);
-  s->opts.range_factor = range_factor;
-  s->opts.row_fraction = row_fraction;
-  s->explicitly_set |= kSetRowSplit;
-  PetscCall(AIJMPSettingsChanged(A));
+  PetscCall(AIJMPChangeSettings(A, kSetRowSplit, [&](AIJMPSettings &s) {
+    s.opts.range_factor = range_factor;
+    s.opts.row_fraction = row_fraction;
+  }));
   PetscFunctionReturn(0);
 }
 
@@ -396,17 +389,13 @@ fp32
 @*/
 PetscErrorCode MatAIJMPSetEntrySplitRange(Mat A, PetscReal range)
 {
-  AIJMPSettings *s;
-
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(range >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The entrysplit range must be nonnegative, not %g", (double)range);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (!s) PetscFunctionReturn(0);
-  s->opts.range = range;
-  s->explicitly_set |= kSetRange;
-  PetscCall(AIJMPSettingsChanged(A));
+  PetscCall(AIJMPChangeSettings(A, kSetRange, [&](AIJMPSettings &s) {
+    s.opts.range = range;
+  }));
   PetscFunctionReturn(0);
 }
 
@@ -428,17 +417,13 @@ PetscErrorCode MatAIJMPSetEntrySplitRange(Mat A, PetscReal range)
 @*/
 PetscErrorCode MatAIJMPSetNumThreads(Mat A, PetscInt nthreads)
 {
-  AIJMPSettings *s;
-
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(nthreads >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The thread count must be nonnegative, not %" PetscInt_FMT, nthreads);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (!s) PetscFunctionReturn(0);
-  s->nthreads = nthreads;
-  s->explicitly_set |= kSetThreads;
-  PetscCall(AIJMPSettingsChanged(A));
+  PetscCall(AIJMPChangeSettings(A, kSetThreads, [&](AIJMPSettings &s) {
+    s.nthreads = nthreads;
+  }));
   PetscFunctionReturn(0);
 }
 
