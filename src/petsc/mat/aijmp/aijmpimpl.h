@@ -48,33 +48,36 @@ struct ReplacedOps {
   PetscErrorCode (*setfromoptions)(Mat, PetscOptionItems *)   = nullptr;
 };
 
+// Calls fn(slot in B->ops, slot in saved, slot in ours) for every replaced operation.
+template <typename Fn> void ForEachReplacedOp(MatOps o, ReplacedOps &saved, const ReplacedOps &ours, Fn &&fn)
+{
+  fn(o->mult, saved.mult, ours.mult);
+  fn(o->multadd, saved.multadd, ours.multadd);
+  fn(o->multtranspose, saved.multtranspose, ours.multtranspose);
+  fn(o->multtransposeadd, saved.multtransposeadd, ours.multtransposeadd);
+  fn(o->destroy, saved.destroy, ours.destroy);
+  fn(o->duplicate, saved.duplicate, ours.duplicate);
+  fn(o->view, saved.view, ours.view);
+  fn(o->setfromoptions, saved.setfromoptions, ours.setfromoptions);
+}
+
 // Keeps B's current operations in `saved` and installs `ours`.
 inline void InstallOps(Mat B, ReplacedOps &saved, const ReplacedOps &ours)
 {
-  MatOps o               = B->ops;
-  saved.mult             = o->mult;
-  saved.multadd          = o->multadd;
-  saved.multtranspose    = o->multtranspose;
-  saved.multtransposeadd = o->multtransposeadd;
-  saved.destroy          = o->destroy;
-  saved.duplicate        = o->duplicate;
-  saved.view             = o->view;
-  saved.setfromoptions   = o->setfromoptions;
-  o->mult                = ours.mult;
-  o->multadd             = ours.multadd;
-  o->multtranspose       = ours.multtranspose;
-  o->multtransposeadd    = ours.multtransposeadd;
-  o->destroy             = ours.destroy;
-  o->duplicate           = ours.duplicate;
-  o->view                = ours.view;
-  o->setfromoptions      = ours.setfromoptions;
+  ForEachReplacedOp(B->ops, saved, ours, [](auto &op, auto &keep, auto mine) {
+    keep = op;
+    op   = mine;
+  });
 }
 
-// Puts the base type's operations back.
-inline void RestoreOps(Mat A, const ReplacedOps &saved)
+// Puts the base type's operations back where ours are still installed: PETSc
+// may have replaced one since (MatCreateSubMatrices installs its own destroy
+// and keeps ours to call), and that one must stay.
+inline void RestoreOps(Mat A, ReplacedOps &saved, const ReplacedOps &ours)
 {
-  ReplacedOps ignored;
-  InstallOps(A, ignored, saved);
+  ForEachReplacedOp(A->ops, saved, ours, [](auto &op, auto &keep, auto mine) {
+    if (op == mine) op = keep;
+  });
 }
 
 struct SeqAIJMP : ReplacedOps {
@@ -117,6 +120,8 @@ PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
 PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info);
+// aijmp's answers to the names PETSc looks implementations up by (aijmp_typekeyed.cxx)
+PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on);
 PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s);
 
 } // namespace petscmp

@@ -227,6 +227,14 @@ PetscErrorCode MatMPIAIJSetPreallocation_MPIAIJMP(Mat B, PetscInt d_nz, const Pe
 
 PetscErrorCode MatConvert_MPIAIJMP_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *newmat);
 
+PetscErrorCode MatDestroy_MPIAIJMP(Mat A);
+
+ReplacedOps our_ops()
+{
+  return ReplacedOps{MatMult_MPIAIJMP,    MatMultAdd_MPIAIJMP,   MatMultTranspose_MPIAIJMP, MatMultTransposeAdd_MPIAIJMP,
+                     MatDestroy_MPIAIJMP, MatDuplicate_MPIAIJMP, MatView_MPIAIJMP,          MatSetFromOptions_MPIAIJMP};
+}
+
 PetscErrorCode compose_functions(Mat A, bool on)
 {
   PetscObject o = (PetscObject)A;
@@ -240,6 +248,7 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetInfo_C", on ? MatAIJMPGetInfo_MPIAIJMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatMPIAIJSetPreallocation_C",
                                        on ? MatMPIAIJSetPreallocation_MPIAIJMP : data_of(A)->preallocation));
+  PetscCall(AIJMPComposeTypeKeyed(A, false, on));
   PetscFunctionReturn(0);
 }
 
@@ -251,7 +260,7 @@ PetscErrorCode restore_mpiaij(Mat A, bool blocks_back)
   Mat blocks[2];
 
   PetscFunctionBegin;
-  RestoreOps(A, *d);
+  RestoreOps(A, *d, our_ops());
   PetscCall(compose_functions(A, false));
   delete d;
   A->spptr = nullptr;
@@ -307,9 +316,7 @@ PetscErrorCode MatConvert_MPIAIJ_MPIAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
   PetscCall(PetscObjectQueryFunction((PetscObject)B, "MatMPIAIJSetPreallocation_C", &d->preallocation));
   B->spptr = d;
 
-  InstallOps(B, *d,
-             ReplacedOps{MatMult_MPIAIJMP, MatMultAdd_MPIAIJMP, MatMultTranspose_MPIAIJMP, MatMultTransposeAdd_MPIAIJMP,
-                         MatDestroy_MPIAIJMP, MatDuplicate_MPIAIJMP, MatView_MPIAIJMP, MatSetFromOptions_MPIAIJMP});
+  InstallOps(B, *d, our_ops());
   PetscCall(compose_functions(B, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATMPIAIJMP));
   PetscCall(convert_blocks(B));

@@ -182,6 +182,17 @@ PetscErrorCode MatDuplicate_SeqAIJMP(Mat A, MatDuplicateOption op, Mat *B)
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode MatDestroy_SeqAIJMP(Mat A);
+
+// SeqAIJ's destroy, the same for every SeqAIJ matrix (recorded at the first conversion).
+PetscErrorCode (*seqaij_destroy)(Mat) = nullptr;
+
+ReplacedOps our_ops()
+{
+  return ReplacedOps{MatMult_SeqAIJMP,      MatMultAdd_SeqAIJMP,   MatMultTranspose_SeqAIJMP, MatMultTransposeAdd_SeqAIJMP,
+                     MatDestroy_SeqAIJMP,   MatDuplicate_SeqAIJMP, MatView_SeqAIJMP,          MatSetFromOptions_SeqAIJMP};
+}
+
 PetscErrorCode compose_functions(Mat A, bool on)
 {
   PetscObject o = (PetscObject)A;
@@ -196,6 +207,7 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscCall(PetscObjectComposeFunction(o, "MatAIJMPGetInfo_C", on ? MatAIJMPGetInfo_SeqAIJMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatRetrieveValues_C",
                                        on ? MatRetrieveValues_SeqAIJMP : data_of(A)->retrievevalues));
+  PetscCall(AIJMPComposeTypeKeyed(A, true, on));
   PetscFunctionReturn(0);
 }
 
@@ -204,7 +216,7 @@ PetscErrorCode restore_seqaij(Mat A)
   SeqAIJMP *d = data_of(A);
 
   PetscFunctionBegin;
-  RestoreOps(A, *d);
+  RestoreOps(A, *d, our_ops());
   PetscCall(compose_functions(A, false));
   delete d;
   A->spptr = nullptr;
@@ -213,9 +225,15 @@ PetscErrorCode restore_seqaij(Mat A)
 
 PetscErrorCode MatDestroy_SeqAIJMP(Mat A)
 {
+  PetscFunctionBegin;
+  // A submatrix from MatCreateSubMatrices calls the destroy it found at its
+  // creation (ours) even after an in-place conversion back to SEQAIJ.
+  if (!A->spptr) {
+    PetscCall((*seqaij_destroy)(A));
+    PetscFunctionReturn(0);
+  }
   PetscErrorCode (*destroy)(Mat) = data_of(A)->destroy;
 
-  PetscFunctionBegin;
   PetscCall(restore_seqaij(A));
   PetscCall((*destroy)(A));
   PetscFunctionReturn(0);
@@ -333,9 +351,8 @@ PetscErrorCode MatConvert_SeqAIJ_SeqAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
   PetscCall(PetscObjectQueryFunction((PetscObject)B, "MatRetrieveValues_C", &d->retrievevalues));
   B->spptr = d;
 
-  InstallOps(B, *d,
-             ReplacedOps{MatMult_SeqAIJMP, MatMultAdd_SeqAIJMP, MatMultTranspose_SeqAIJMP, MatMultTransposeAdd_SeqAIJMP,
-                         MatDestroy_SeqAIJMP, MatDuplicate_SeqAIJMP, MatView_SeqAIJMP, MatSetFromOptions_SeqAIJMP});
+  InstallOps(B, *d, our_ops());
+  if (!seqaij_destroy) seqaij_destroy = d->destroy;
   PetscCall(compose_functions(B, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJMP));
   *newmat = B;
