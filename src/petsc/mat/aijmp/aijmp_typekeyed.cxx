@@ -27,6 +27,8 @@ namespace {
 enum class Answer {
   same_function, // AIJ's function, unchanged: it reads the AIJ part of the matrix (bitwise AIJ's result)
   via_aij,       // AIJ's converter would overwrite A->spptr (another AIJ subclass): convert a plain AIJ copy
+  keep_settings, // AIJ's product, and an aijmp result takes the storage settings of the aijmp operand
+  to_aijmp,      // the partner's conversion to AIJ (found on the partner matrix), then AIJ -> aijmp in place
 };
 
 struct TypeKeyedName {
@@ -35,10 +37,11 @@ struct TypeKeyedName {
   Answer answer;
 };
 
-// Result types: conversions give the requested type. Products whose PETSc
-// kernel creates C with A's type (AB, AtB, PtAP, RARt, ABC with an aijmp A)
-// give an aijmp C; it reads -mat_aijmp_* from the options database like any
-// aijmp matrix. Products with a dense or hypre operand give PETSc's type.
+// Result types: conversions give the requested type. AIJ's product kernels
+// give C the type of A (AB, AtB, ABt, PtAP, RARt, ABC), so with an aijmp A, C
+// is aijmp, and it takes the storage settings of the first aijmp operand
+// (multigrid coarse operators keep the compact storage of the fine one).
+// Products with a dense, hypre or MAIJ operand give PETSc's type for them.
 const TypeKeyedName kSeqNames[] = {
     {"MatConvert_seqaij_seqdense_C", nullptr, Answer::same_function},
     {"MatConvert_seqaij_seqbaij_C", nullptr, Answer::same_function},
@@ -54,11 +57,17 @@ const TypeKeyedName kSeqNames[] = {
     {"MatConvert_seqaij_seqaijmkl_C", nullptr, Answer::via_aij},
     {"MatConvert_seqaij_seqaijcusparse_C", nullptr, Answer::via_aij},
     {"MatConvert_seqaij_seqaijkokkos_C", nullptr, Answer::via_aij},
-    {"MatProductSetFromOptions_seqaij_seqaij_C", nullptr, Answer::same_function},
+    {"MatProductSetFromOptions_seqaij_seqaij_C", nullptr, Answer::keep_settings},
     {"MatProductSetFromOptions_transpose_seqaij_seqaij_C", nullptr, Answer::same_function},
     {"MatProductSetFromOptions_is_seqaij_C", nullptr, Answer::same_function},
     {"MatProductSetFromOptions_seqdense_seqaij_C", nullptr, Answer::same_function},
     {"MatProductSetFromOptions_seqaij_seqdense_C", MATSEQDENSE, Answer::same_function},
+    {"MatConvert_seqdense_seqaij_C", MATSEQDENSE, Answer::to_aijmp},
+    {"MatConvert_seqbaij_seqaij_C", MATSEQBAIJ, Answer::to_aijmp},
+    {"MatConvert_seqsbaij_seqaij_C", MATSEQSBAIJ, Answer::to_aijmp},
+    {"MatConvert_seqsell_seqaij_C", MATSEQSELL, Answer::to_aijmp},
+    {"MatConvert_seqmaij_seqaij_C", MATSEQMAIJ, Answer::to_aijmp},
+    {"MatConvert_is_seqaij_C", MATIS, Answer::to_aijmp},
     {"MatProductSetFromOptions_seqaij_hypre_C", MATHYPRE, Answer::same_function},
     {"MatProductSetFromOptions_seqaij_seqmaij_C", MATSEQMAIJ, Answer::same_function},
 };
@@ -78,10 +87,16 @@ const TypeKeyedName kMPINames[] = {
     {"MatConvert_mpiaij_mpiaijmkl_C", nullptr, Answer::via_aij},
     {"MatConvert_mpiaij_mpiaijcusparse_C", nullptr, Answer::via_aij},
     {"MatConvert_mpiaij_mpiaijkokkos_C", nullptr, Answer::via_aij},
-    {"MatProductSetFromOptions_mpiaij_mpiaij_C", nullptr, Answer::same_function},
+    {"MatProductSetFromOptions_mpiaij_mpiaij_C", nullptr, Answer::keep_settings},
     {"MatProductSetFromOptions_transpose_mpiaij_mpiaij_C", nullptr, Answer::same_function},
     {"MatProductSetFromOptions_is_mpiaij_C", nullptr, Answer::same_function},
     {"MatProductSetFromOptions_mpiaij_mpidense_C", MATMPIDENSE, Answer::same_function},
+    {"MatConvert_mpidense_mpiaij_C", MATMPIDENSE, Answer::to_aijmp},
+    {"MatConvert_mpibaij_mpiaij_C", MATMPIBAIJ, Answer::to_aijmp},
+    {"MatConvert_mpisbaij_mpiaij_C", MATMPISBAIJ, Answer::to_aijmp},
+    {"MatConvert_mpisell_mpiaij_C", MATMPISELL, Answer::to_aijmp},
+    {"MatConvert_mpimaij_mpiaij_C", MATMPIMAIJ, Answer::to_aijmp},
+    {"MatConvert_is_mpiaij_C", MATIS, Answer::to_aijmp},
     {"MatProductSetFromOptions_mpidense_mpiaij_C", MATMPIDENSE, Answer::same_function},
     {"MatProductSetFromOptions_mpiaij_hypre_C", MATHYPRE, Answer::same_function},
     {"MatProductSetFromOptions_mpiaij_mpimaij_C", MATMPIMAIJ, Answer::same_function},
@@ -171,7 +186,7 @@ PetscErrorCode partner_functions(bool seq, std::vector<Resolved> **out)
   if (!done[t]) {
     done[t] = true;
     for (const TypeKeyedName &e : seq ? kSeqNames : kMPINames) {
-      if (!e.composed_on) continue;
+      if (!e.composed_on || e.answer == Answer::to_aijmp) continue;
       PetscVoidFunction fn;
       PetscCall(partner_function(e.composed_on, e.aij_name, &fn));
       if (!fn) continue;
@@ -208,6 +223,136 @@ PetscErrorCode MatConvert_AIJMP_ViaAIJ(Mat A, MatType newtype, MatReuse reuse, M
   PetscFunctionReturn(0);
 }
 
+namespace {
+
+PetscErrorCode is_aijmp(Mat m, PetscBool *seq, PetscBool *mpi)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)m, MATSEQAIJMP, seq));
+  PetscCall(PetscObjectTypeCompare((PetscObject)m, MATMPIAIJMP, mpi));
+  PetscFunctionReturn(0);
+}
+
+// The first aijmp operand of the product C (nullptr if none) and the operations it replaced.
+PetscErrorCode aijmp_operand(Mat C, Mat *X, ReplacedOps **base)
+{
+  Mat_Product *p = C->product;
+
+  PetscFunctionBegin;
+  *X    = nullptr;
+  *base = nullptr;
+  for (Mat m : {p->A, p->B, p->C}) {
+    PetscBool seq, mpi;
+    if (!m) continue;
+    PetscCall(is_aijmp(m, &seq, &mpi));
+    if (!(seq || mpi) || !m->spptr) continue;
+    *X    = m;
+    *base = seq ? static_cast<ReplacedOps *>(static_cast<SeqAIJMP *>(m->spptr))
+                : static_cast<ReplacedOps *>(static_cast<MPIAIJMP *>(m->spptr));
+    break;
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode settings_of(Mat A, AIJMPSettings **s)
+{
+  PetscErrorCode (*get)(Mat, AIJMPSettings **) = nullptr;
+
+  PetscFunctionBegin;
+  *s = nullptr;
+  PetscCall(PetscObjectQueryFunction((PetscObject)A, "MatAIJMPGetSettings_C", &get));
+  if (get) PetscCall((*get)(A, s));
+  PetscFunctionReturn(0);
+}
+
+const char kSymbolicName[] = "PetscMPProductSymbolic_C";
+
+// AIJ's symbolic product, then an aijmp C takes the settings of the aijmp operand.
+//
+// AIJ's kernels give helper matrices the type of an operand and then retype
+// them to A's type (ABt: Bt = B^T gets B's type, then MatSetType(Bt, type of
+// A)); MatSetType from a subclass to its base type destroys the helper's
+// data. So while the symbolic phase runs, an aijmp B or C of a product whose A
+// is not aijmp carries AIJ's type name: the kernel then sees one type, as in
+// a product of plain AIJ matrices.
+PetscErrorCode MatProductSymbolic_AIJMP(Mat C)
+{
+  PetscErrorCode (*symbolic)(Mat) = nullptr;
+  Mat_Product *p = C->product;
+  Mat X, renamed[2] = {nullptr, nullptr};
+  const char *renamed_to[2] = {nullptr, nullptr};
+  ReplacedOps *base;
+  AIJMPSettings *from, *to;
+  PetscBool seq, mpi;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, kSymbolicName, &symbolic));
+  PetscCheck(symbolic, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB, "petscmp: the product lost its symbolic phase");
+  PetscCall(is_aijmp(p->A, &seq, &mpi));
+  if (!seq && !mpi) {
+    int k = 0;
+    for (Mat m : {p->B, p->C}) {
+      if (!m || m == p->A) continue;
+      PetscCall(is_aijmp(m, &seq, &mpi));
+      if (!seq && !mpi) continue;
+      renamed[k]      = m;
+      renamed_to[k++] = seq ? MATSEQAIJMP : MATMPIAIJMP;
+      PetscCall(PetscObjectChangeTypeName((PetscObject)m, seq ? MATSEQAIJ : MATMPIAIJ));
+    }
+  }
+  PetscErrorCode ierr = (*symbolic)(C);
+  for (int k = 0; k < 2; ++k)
+    if (renamed[k]) PetscCall(PetscObjectChangeTypeName((PetscObject)renamed[k], renamed_to[k]));
+  PetscCall(ierr);
+  PetscCall(aijmp_operand(C, &X, &base));
+  if (!X) PetscFunctionReturn(0);
+  PetscCall(settings_of(X, &from));
+  PetscCall(settings_of(C, &to));
+  if (from && to && from != to) {
+    *to = *from;
+    PetscCall(PetscObjectStateIncrease((PetscObject)C)); // a compact copy built before is stale
+  }
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+/* The productsetfromoptions of aijmp: AIJ's, whose symbolic phase is then
+   followed by the settings inheritance above. */
+PetscErrorCode MatProductSetFromOptions_AIJMP(Mat C)
+{
+  Mat X;
+  ReplacedOps *base;
+
+  PetscFunctionBegin;
+  PetscCall(aijmp_operand(C, &X, &base));
+  PetscCheck(X && base->productsetfromoptions, PetscObjectComm((PetscObject)C), PETSC_ERR_PLIB,
+             "petscmp: product without an aijmp operand");
+  PetscCall((*base->productsetfromoptions)(C));
+  if (C->ops->productsymbolic && C->ops->productsymbolic != MatProductSymbolic_AIJMP) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)C, kSymbolicName, C->ops->productsymbolic));
+    C->ops->productsymbolic = MatProductSymbolic_AIJMP;
+  }
+  PetscFunctionReturn(0);
+}
+
+// MatConvert from a partner type to aijmp: PETSc finds this on the new aijmp
+// matrix (MatConvert's second lookup). The partner converts to AIJ with its
+// own converter (found on the partner matrix), then AIJ becomes aijmp in place.
+PetscErrorCode MatConvert_ToAIJMP_ViaAIJ(Mat A, MatType newtype, MatReuse reuse, Mat *M)
+{
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) { // *M is aijmp already, and an AIJ to the partner's converter
+    PetscCall(MatConvert(A, MATAIJ, MAT_REUSE_MATRIX, M));
+    PetscFunctionReturn(0);
+  }
+  Mat B = reuse == MAT_INPLACE_MATRIX ? A : nullptr;
+  PetscCall(MatConvert(A, MATAIJ, reuse, &B));
+  PetscCall(MatConvert(B, newtype, MAT_INPLACE_MATRIX, &B));
+  *M = B;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on)
 {
   const char *base = seq ? MATSEQAIJ : MATMPIAIJ, *ours = seq ? MATSEQAIJMP : MATMPIAIJMP;
@@ -215,12 +360,15 @@ PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on)
 
   PetscFunctionBegin;
   for (const TypeKeyedName &e : seq ? kSeqNames : kMPINames) {
-    if (e.composed_on) continue;
+    if (e.composed_on && e.answer != Answer::to_aijmp) continue;
     PetscVoidFunction fn = nullptr;
-    if (on) {
+    if (on && e.answer == Answer::to_aijmp) {
+      fn = (PetscVoidFunction)MatConvert_ToAIJMP_ViaAIJ;
+    } else if (on) {
       PetscCall(PetscObjectQueryFunction_Private(o, e.aij_name, &fn)); // composed by MatCreate_SeqAIJ/MPIAIJ
       if (!fn) continue;                                                // not in this PETSc build
       if (e.answer == Answer::via_aij) fn = (PetscVoidFunction)MatConvert_AIJMP_ViaAIJ;
+      if (e.answer == Answer::keep_settings) fn = (PetscVoidFunction)MatProductSetFromOptions_AIJMP;
     }
     PetscErrorCode ierr = 0;
     PetscCall(guarded([&] {

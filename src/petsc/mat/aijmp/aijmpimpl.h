@@ -46,6 +46,7 @@ struct ReplacedOps {
   PetscErrorCode (*duplicate)(Mat, MatDuplicateOption, Mat *) = nullptr;
   PetscErrorCode (*view)(Mat, PetscViewer)                    = nullptr;
   PetscErrorCode (*setfromoptions)(Mat, PetscOptionItems *)   = nullptr;
+  PetscErrorCode (*productsetfromoptions)(Mat)                = nullptr;
 };
 
 // Calls fn(slot in B->ops, slot in saved, slot in ours) for every replaced operation.
@@ -59,6 +60,7 @@ template <typename Fn> void ForEachReplacedOp(MatOps o, ReplacedOps &saved, cons
   fn(o->duplicate, saved.duplicate, ours.duplicate);
   fn(o->view, saved.view, ours.view);
   fn(o->setfromoptions, saved.setfromoptions, ours.setfromoptions);
+  fn(o->productsetfromoptions, saved.productsetfromoptions, ours.productsetfromoptions);
 }
 
 // Keeps B's current operations in `saved` and installs `ours`.
@@ -122,6 +124,7 @@ PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
 PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info);
 // aijmp's answers to the names PETSc looks implementations up by (aijmp_typekeyed.cxx)
 PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on);
+PetscErrorCode MatProductSetFromOptions_AIJMP(Mat C);
 PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s);
 
 } // namespace petscmp

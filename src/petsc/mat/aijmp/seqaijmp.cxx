@@ -190,7 +190,8 @@ PetscErrorCode (*seqaij_destroy)(Mat) = nullptr;
 ReplacedOps our_ops()
 {
   return ReplacedOps{MatMult_SeqAIJMP,      MatMultAdd_SeqAIJMP,   MatMultTranspose_SeqAIJMP, MatMultTransposeAdd_SeqAIJMP,
-                     MatDestroy_SeqAIJMP,   MatDuplicate_SeqAIJMP, MatView_SeqAIJMP,          MatSetFromOptions_SeqAIJMP};
+                     MatDestroy_SeqAIJMP,   MatDuplicate_SeqAIJMP, MatView_SeqAIJMP,          MatSetFromOptions_SeqAIJMP,
+                     MatProductSetFromOptions_AIJMP};
 }
 
 PetscErrorCode compose_functions(Mat A, bool on)
