@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what petscmp needs on Debian 12 when it is missing: PETSc 3.18 with
-# OpenMPI (petsc-dev), CMake, pkg-config, GoogleTest. Idempotent and quiet when
+# OpenMPI (petsc-dev) and its tutorials with their test harness
+# (libpetsc3.18-dev-examples), CMake, pkg-config, GoogleTest. Idempotent and quiet when
 # everything is present; uses sudo only when not root.
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in petsc-dev cmake pkg-config googletest libgtest-dev make g++ openmpi-bin; do
+for p in petsc-dev libpetsc3.18-dev-examples cmake pkg-config googletest libgtest-dev make g++ openmpi-bin; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi

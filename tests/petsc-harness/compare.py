@@ -223,9 +223,21 @@ def cmd_report(a):
     return 1 if bad else 0
 
 
+def cmd_diff(a):
+    """Exit 0 when two outputs print the same figures (the filter above), else print the first difference."""
+    fa, fb = figures(a.base), figures(a.aijmp)
+    if fa == fb:
+        print(f"identical figures ({len(fa)} lines)")
+        return 0
+    print("FAIL: " + first_difference({"output": fa}, {"output": fb}))
+    return 1
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("diff")
+    f.add_argument("base"), f.add_argument("aijmp")
     s = sub.add_parser("select")
     s.add_argument("--requested"), s.add_argument("--scripts"), s.add_argument("--out"), s.add_argument("--left-out")
     c = sub.add_parser("collect")
@@ -235,7 +247,8 @@ def main():
     r = sub.add_parser("report")
     r.add_argument("--work"), r.add_argument("--suite")
     a = p.parse_args()
-    return {"select": cmd_select, "collect": cmd_collect, "differing": cmd_differing, "report": cmd_report}[a.cmd](a) or 0
+    return {"select": cmd_select, "collect": cmd_collect, "differing": cmd_differing, "report": cmd_report,
+            "diff": cmd_diff}[a.cmd](a) or 0
 
 
 if __name__ == "__main__":
