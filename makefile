@@ -2,6 +2,7 @@
 #   make            configure and build (installs missing Debian packages first)
 #   make demo       build, then run a plain PETSc KSP solve with and without -mat_type aijmp
 #   make check      build with tests (and once without OpenMP) and run the whole suite
+#   make check-petsc  PETSc's own test harness on its KSP and SNES tutorials, with and without aijmp (about an hour)
 #   make bench      benchmarks: MatMult (AIJ, SELL, aijmp), block-Jacobi (apbjacobi, VPBJACOBI, PBJACOBI), CG solves
 #   make install PREFIX=/opt/petscmp
 BUILD      ?= build
@@ -13,7 +14,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-.PHONY: all deps configure build demo check check-noomp check-int64 bench install clean
+.PHONY: all deps configure build demo check check-noomp check-int64 check-petsc bench install clean
 
 all: build
 
@@ -47,6 +48,12 @@ check-int64: deps
 	@cmake --build $(BUILD)-int64 -j$$(nproc) --target petscmp ex1
 	@a=$$($(BUILD)-int64/tutorials/ex1 -n 20 | awk '{print $$3,$$4,$$5,$$6}'); b=$$($(BUILD)-int64/tutorials/ex1 -n 20 -dll_append $(abspath $(BUILD)-int64)/src/libpetscmp.so -dm_mat_type aijmp | awk '{print $$3,$$4,$$5,$$6}'); \
 	  echo "int64 AIJ: $$a"; echo "int64 aijmp: $$b"; test "$$a" = "$$b"
+
+# PETSc's test harness (gmakefile.test of libpetsc3.18-dev-examples) on every KSP and SNES tutorial:
+# without the plugin, lossless aijmp (identical figures), fp32 aijmp (no crash, no error).
+# A representative subset runs in make check (ctest petsc_harness_quick).
+check-petsc: build
+	@bash tests/petsc-harness/check_petsc.sh $(BUILD) full
 
 bench: build
 	@bash bench/run.sh $(BUILD) "$(MPIEXEC)"

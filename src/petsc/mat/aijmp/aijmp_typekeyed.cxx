@@ -142,6 +142,8 @@ PetscErrorCode create_probe(const char *type, Mat *probe)
   Mat base;
   PetscCall(MatCreate(PETSC_COMM_SELF, maij ? &base : probe));
   Mat created = maij ? base : *probe;
+  // a prefix no option uses: the probe must not react to -mat_view, -mat_type, ...
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)created, "petscmp_probe_"));
   PetscCall(MatSetSizes(created, 0, 0, 0, 0));
   PetscCall(MatSetType(created, maij ? (seq ? MATSEQAIJ : MATMPIAIJ) : type));
   if (maij) {
@@ -350,6 +352,26 @@ PetscErrorCode MatConvert_ToAIJMP_ViaAIJ(Mat A, MatType newtype, MatReuse reuse,
   PetscCall(MatConvert(A, MATAIJ, reuse, &B));
   PetscCall(MatConvert(B, newtype, MAT_INPLACE_MATRIX, &B));
   *M = B;
+  PetscFunctionReturn(0);
+}
+
+/* MatCreateGraph (PCGAMG's coarsening graph): AIJ's graph, as plain AIJ. AIJ
+   gives the graph the type of A, and PETSc's coarseners and colorings (HEM,
+   JP, greedy) compare it with MATSEQAIJ/MATMPIAIJ exactly: an aijmp graph
+   would be taken for a sequential matrix. */
+PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, PetscReal filter, Mat *graph)
+{
+  PetscBool seq, mpi;
+  ReplacedOps *base;
+
+  PetscFunctionBegin;
+  PetscCall(is_aijmp(A, &seq, &mpi));
+  PetscCheck((seq || mpi) && A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "petscmp: not an aijmp matrix");
+  base = seq ? static_cast<ReplacedOps *>(static_cast<SeqAIJMP *>(A->spptr))
+             : static_cast<ReplacedOps *>(static_cast<MPIAIJMP *>(A->spptr));
+  PetscCall((*base->creategraph)(A, sym, scale, filter, graph));
+  PetscCall(is_aijmp(*graph, &seq, &mpi));
+  if (seq || mpi) PetscCall(MatConvert(*graph, seq ? MATSEQAIJ : MATMPIAIJ, MAT_INPLACE_MATRIX, graph));
   PetscFunctionReturn(0);
 }
 

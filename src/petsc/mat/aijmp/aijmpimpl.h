@@ -47,6 +47,7 @@ struct ReplacedOps {
   PetscErrorCode (*view)(Mat, PetscViewer)                    = nullptr;
   PetscErrorCode (*setfromoptions)(Mat, PetscOptionItems *)   = nullptr;
   PetscErrorCode (*productsetfromoptions)(Mat)                = nullptr;
+  PetscErrorCode (*creategraph)(Mat, PetscBool, PetscBool, PetscReal, Mat *) = nullptr;
 };
 
 // Calls fn(slot in B->ops, slot in saved, slot in ours) for every replaced operation.
@@ -61,6 +62,7 @@ template <typename Fn> void ForEachReplacedOp(MatOps o, ReplacedOps &saved, cons
   fn(o->view, saved.view, ours.view);
   fn(o->setfromoptions, saved.setfromoptions, ours.setfromoptions);
   fn(o->productsetfromoptions, saved.productsetfromoptions, ours.productsetfromoptions);
+  fn(o->creategraph, saved.creategraph, ours.creategraph);
 }
 
 // Keeps B's current operations in `saved` and installs `ours`.
@@ -125,6 +127,7 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info);
 // aijmp's answers to the names PETSc looks implementations up by (aijmp_typekeyed.cxx)
 PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on);
 PetscErrorCode MatProductSetFromOptions_AIJMP(Mat C);
+PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, PetscReal filter, Mat *graph);
 PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s);
 
 } // namespace petscmp

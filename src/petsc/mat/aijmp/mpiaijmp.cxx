@@ -233,7 +233,7 @@ ReplacedOps our_ops()
 {
   return ReplacedOps{MatMult_MPIAIJMP,    MatMultAdd_MPIAIJMP,   MatMultTranspose_MPIAIJMP, MatMultTransposeAdd_MPIAIJMP,
                      MatDestroy_MPIAIJMP, MatDuplicate_MPIAIJMP, MatView_MPIAIJMP,          MatSetFromOptions_MPIAIJMP,
-                     MatProductSetFromOptions_AIJMP};
+                     MatProductSetFromOptions_AIJMP, MatCreateGraph_AIJMP};
 }
 
 PetscErrorCode compose_functions(Mat A, bool on)

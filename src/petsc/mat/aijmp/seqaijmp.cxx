@@ -191,7 +191,7 @@ ReplacedOps our_ops()
 {
   return ReplacedOps{MatMult_SeqAIJMP,      MatMultAdd_SeqAIJMP,   MatMultTranspose_SeqAIJMP, MatMultTransposeAdd_SeqAIJMP,
                      MatDestroy_SeqAIJMP,   MatDuplicate_SeqAIJMP, MatView_SeqAIJMP,          MatSetFromOptions_SeqAIJMP,
-                     MatProductSetFromOptions_AIJMP};
+                     MatProductSetFromOptions_AIJMP, MatCreateGraph_AIJMP};
 }
 
 PetscErrorCode compose_functions(Mat A, bool on)
