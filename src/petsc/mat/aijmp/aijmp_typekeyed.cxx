@@ -192,8 +192,10 @@ PetscErrorCode partner_functions(bool seq, std::vector<Resolved> **out)
       PetscVoidFunction fn;
       PetscCall(partner_function(e.composed_on, e.aij_name, &fn));
       if (!fn) continue;
-      for (const std::string &v : aijmp_variants(e.aij_name, seq ? MATSEQAIJ : MATMPIAIJ, seq ? MATSEQAIJMP : MATMPIAIJMP))
-        cache[t].push_back({v, fn});
+      PetscCall(guarded([&] {
+        for (const std::string &v : aijmp_variants(e.aij_name, seq ? MATSEQAIJ : MATMPIAIJ, seq ? MATSEQAIJMP : MATMPIAIJMP))
+          cache[t].push_back({v, fn});
+      }));
     }
   }
   *out = &cache[t];
