@@ -87,12 +87,13 @@ for p in $passes; do
   esac
 done
 
-# 4. A test that fails a check is run three more times without the plugin: plain (does it vary
-#    from run to run?), with -mat_type aij -dm_mat_type aij (do the type options alone change it?),
+# 4. A test that fails a check is run four more times without the plugin: plain, twice (does it
+#    vary from run to run?), with -mat_type aij -dm_mat_type aij (do the type options alone change it?),
 #    and with PETSc's own AIJ subclass aijperm (does PETSc stop every AIJ subclass there?).
 python3 "$here/compare.py" suspects --work "$work" --out "$work/suspects.txt"
 if [ -s "$work/suspects.txt" ]; then
   CHECK_PETSC_RERUN=1 run_pass base2 "" "$work/suspects.txt"
+  CHECK_PETSC_RERUN=1 run_pass base3 "" "$work/suspects.txt"
   CHECK_PETSC_RERUN=1 run_pass control "-mat_type aij -dm_mat_type aij" "$work/suspects.txt"
   CHECK_PETSC_RERUN=1 run_pass subclass "-mat_type aijperm -dm_mat_type aijperm" "$work/suspects.txt"
 fi
