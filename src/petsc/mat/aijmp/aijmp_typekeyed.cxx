@@ -371,6 +371,7 @@ PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, Petsc
   PetscCheck((seq || mpi) && A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "petscmp: not an aijmp matrix");
   base = seq ? static_cast<ReplacedOps *>(static_cast<SeqAIJMP *>(A->spptr))
              : static_cast<ReplacedOps *>(static_cast<MPIAIJMP *>(A->spptr));
+  PetscCheck(base->creategraph, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "MatCreateGraph is not supported by this PETSc's AIJ");
   PetscCall((*base->creategraph)(A, sym, scale, filter, graph));
   PetscCall(is_aijmp(*graph, &seq, &mpi));
   if (seq || mpi) PetscCall(MatConvert(*graph, seq ? MATSEQAIJ : MATMPIAIJ, MAT_INPLACE_MATRIX, graph));
