@@ -237,6 +237,20 @@ PetscErrorCode is_aijmp(Mat m, PetscBool *seq, PetscBool *mpi)
   PetscFunctionReturn(0);
 }
 
+// The base type's operations an aijmp matrix replaced (nullptr if m is not aijmp).
+PetscErrorCode replaced_ops_of(Mat m, ReplacedOps **base)
+{
+  PetscBool seq, mpi;
+
+  PetscFunctionBegin;
+  *base = nullptr;
+  PetscCall(is_aijmp(m, &seq, &mpi));
+  if (!m->spptr || !(seq || mpi)) PetscFunctionReturn(0);
+  *base = seq ? static_cast<ReplacedOps *>(static_cast<SeqAIJMP *>(m->spptr))
+              : static_cast<ReplacedOps *>(static_cast<MPIAIJMP *>(m->spptr));
+  PetscFunctionReturn(0);
+}
+
 // The first aijmp operand of the product C (nullptr if none) and the operations it replaced.
 PetscErrorCode aijmp_operand(Mat C, Mat *X, ReplacedOps **base)
 {
@@ -246,13 +260,10 @@ PetscErrorCode aijmp_operand(Mat C, Mat *X, ReplacedOps **base)
   *X    = nullptr;
   *base = nullptr;
   for (Mat m : {p->A, p->B, p->C}) {
-    PetscBool seq, mpi;
     if (!m) continue;
-    PetscCall(is_aijmp(m, &seq, &mpi));
-    if (!(seq || mpi) || !m->spptr) continue;
-    *X    = m;
-    *base = seq ? static_cast<ReplacedOps *>(static_cast<SeqAIJMP *>(m->spptr))
-                : static_cast<ReplacedOps *>(static_cast<MPIAIJMP *>(m->spptr));
+    PetscCall(replaced_ops_of(m, base));
+    if (!*base) continue;
+    *X = m;
     break;
   }
   PetscFunctionReturn(0);
@@ -367,10 +378,8 @@ PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, Petsc
   ReplacedOps *base;
 
   PetscFunctionBegin;
-  PetscCall(is_aijmp(A, &seq, &mpi));
-  PetscCheck((seq || mpi) && A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "petscmp: not an aijmp matrix");
-  base = seq ? static_cast<ReplacedOps *>(static_cast<SeqAIJMP *>(A->spptr))
-             : static_cast<ReplacedOps *>(static_cast<MPIAIJMP *>(A->spptr));
+  PetscCall(replaced_ops_of(A, &base));
+  PetscCheck(base, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "petscmp: not an aijmp matrix");
   PetscCheck(base->creategraph, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "MatCreateGraph is not supported by this PETSc's AIJ");
   PetscCall((*base->creategraph)(A, sym, scale, filter, graph));
   PetscCall(is_aijmp(*graph, &seq, &mpi));
