@@ -61,6 +61,26 @@ typedef enum {
 } MatAIJMPLayout;
 PETSC_EXTERN const char *const MatAIJMPLayouts[];
 
+/*E
+   MatAIJMPKernel - which kernel computes the products of a `MATAIJMP` matrix
+
+$  MAT_AIJMP_KERNEL_AUTO    - measured at run time (default): in lossless mode the first products alternate between
+$                             PETSc's AIJ kernel and the compact kernel (both give the same result bit for bit) and the
+$                             faster by median time is kept for the nonzero pattern; lossy modes use the compact kernel
+$  MAT_AIJMP_KERNEL_AIJ     - PETSc's own AIJ kernel on the fp64 master values (no compact copy is built)
+$  MAT_AIJMP_KERNEL_COMPACT - the compact copy, in the storage and layout chosen
+
+   Level: intermediate
+
+.seealso: `MatAIJMPSetKernel()`, `MATAIJMP`
+E*/
+typedef enum {
+  MAT_AIJMP_KERNEL_AUTO,
+  MAT_AIJMP_KERNEL_AIJ,
+  MAT_AIJMP_KERNEL_COMPACT
+} MatAIJMPKernel;
+PETSC_EXTERN const char *const MatAIJMPKernels[];
+
 /* Storage formats, in the order of the per-format arrays of MatAIJMPInfo. */
 typedef enum {
   PETSCMP_FP64,
@@ -83,7 +103,11 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  sliced_rows         - rows in the sliced layout (`MatAIJMPSetLayout()`); the others are in CSR order
 .  bytes               - bytes a MatMult reads from the matrix (values and indices)
 .  aij_bytes           - the same for `MATAIJ`
--  lossy               - whether the stored operator may differ from the assembled one
+.  lossy               - whether the stored operator may differ from the assembled one
+.  kernel_parts[k]     - local blocks (one per rank serial, two with MPI) whose products are not decided yet (k = 0),
+                         use PETSc's AIJ kernel (1) or the compact kernel (2); see `MatAIJMPSetKernel()`
+-  kernel_ms[k]        - serial, `MAT_AIJMP_KERNEL_AUTO` once decided: median time in ms of the timed AIJ (0) and
+                         compact (1) products
 
    Level: intermediate
 S*/
@@ -96,6 +120,8 @@ typedef struct {
   PetscReal bytes;
   PetscReal aij_bytes;
   PetscBool lossy;
+  PetscInt64 kernel_parts[3];
+  PetscReal kernel_ms[2];
 } MatAIJMPInfo;
 
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);
@@ -110,6 +136,8 @@ PETSC_EXTERN PetscErrorCode MatAIJMPSetEntrySplitRange(Mat, PetscReal);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetNumThreads(Mat, PetscInt);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetLayout(Mat, MatAIJMPLayout);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetLayout(Mat, MatAIJMPLayout *);
+PETSC_EXTERN PetscErrorCode MatAIJMPSetKernel(Mat, MatAIJMPKernel);
+PETSC_EXTERN PetscErrorCode MatAIJMPGetKernel(Mat, MatAIJMPKernel *);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetInfo(Mat, MatAIJMPInfo *);
 
 PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATAIJMP_MultTranspose;

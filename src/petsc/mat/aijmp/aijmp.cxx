@@ -7,6 +7,7 @@ const char *const MatAIJMPStorages[] = {"lossless",   "fp32",      "fp16",     "
                                         "fp11_4",     "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage",
                                         "MAT_AIJMP_", nullptr};
 const char *const MatAIJMPLayouts[]  = {"auto", "csr", "sliced", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
+const char *const MatAIJMPKernels[]  = {"auto", "aij", "compact", "MatAIJMPKernel", "MAT_AIJMP_KERNEL_", nullptr};
 const char *const PetscMPFormats[]   = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
                                         "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
 
@@ -42,6 +43,10 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
   PetscCall(PetscOptionsEnum("-mat_aijmp_layout", "Row layout of the compact copy: auto, csr or sliced (SELL-8)",
                              "MatAIJMPSetLayout", MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
   if (flg) s.opts.layout = static_cast<Layout>(layout);
+  PetscCall(PetscOptionsEnum("-mat_aijmp_kernel",
+                             "Product kernel: auto (lossless: the faster of AIJ's and the compact one, timed on the first "
+                             "products), aij (PETSc's, fp64 values) or compact",
+                             "MatAIJMPSetKernel", MatAIJMPKernels, (PetscEnum)s.kernel, (PetscEnum *)&s.kernel, nullptr));
   PetscCall(PetscOptionsInt("-mat_aijmp_threads", "OpenMP threads per process for products (0: 1, or OMP_NUM_THREADS)",
                             "MatAIJMPSetNumThreads", s.nthreads, &s.nthreads, nullptr));
   PetscOptionsEnd();
@@ -81,6 +86,11 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s)
     PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_layout", MatAIJMPLayouts, kLayoutCount, &layout, &flg));
     if (flg) s.opts.layout = static_cast<Layout>(layout);
   }
+  if (!(s.explicitly_set & kSetKernel)) {
+    PetscInt kernel = static_cast<PetscInt>(s.kernel);
+    PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_kernel", MatAIJMPKernels, 3, &kernel, &flg));
+    if (flg) s.kernel = static_cast<MatAIJMPKernel>(kernel);
+  }
   PetscFunctionReturn(0);
 }
 
@@ -96,6 +106,30 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
   info.sliced_rows += c.stats.sliced_rows;
   info.bytes += c.stats.bytes();
   info.aij_bytes += c.stats.aij_bytes();
+  PetscFunctionReturn(0);
+}
+
+// One line: the kernel setting and, for auto, what the timed products chose.
+static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s)
+{
+  PetscFunctionBegin;
+  const PetscInt64 parts = info.kernel_parts[0] + info.kernel_parts[1] + info.kernel_parts[2];
+  if (s.kernel != MAT_AIJMP_KERNEL_AUTO) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel %s (set)%s\n", MatAIJMPKernels[s.kernel],
+                                     s.kernel == MAT_AIJMP_KERNEL_AIJ ? ": PETSc's AIJ kernel on the fp64 values" : ""));
+  } else if (storage_mode_is_lossy(s.opts.mode)) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: compact (lossy storage)\n"));
+  } else if (parts == 1 && info.kernel_parts[0] == 0) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: %s (median of %d timed products: AIJ %.4g ms, compact %.4g ms)\n",
+                                     info.kernel_parts[1] ? "aij" : "compact", KernelSelection::kSamples,
+                                     (double)info.kernel_ms[0], (double)info.kernel_ms[1]));
+  } else {
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  kernel auto (the faster of AIJ's and the compact one, bitwise the same): of %" PetscInt64_FMT
+                                     " local blocks, %" PetscInt64_FMT " use AIJ's, %" PetscInt64_FMT " the compact one, %" PetscInt64_FMT
+                                     " not decided yet\n",
+                                     parts, info.kernel_parts[1], info.kernel_parts[2], info.kernel_parts[0]));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -139,6 +173,7 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
                                    " values stored, %.1f%% of them padding\n",
                                    layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, info.stored,
                                    info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
+  PetscCall(AIJMPViewKernel(viewer, info, s));
   if (s.opts.mode == StorageMode::lossless) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));
@@ -175,7 +210,8 @@ static PetscErrorCode AIJMPGetSettings(Mat A, AIJMPSettings **s)
 // other types have none and ignore the call), records that the C API set them
 // (a later lazy options read must not override it), and bumps the object state
 // so the compact copies are rebuilt at the next product.
-template <typename Change> static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change)
+template <typename Change>
+static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change, bool values_change = true)
 {
   AIJMPSettings *s;
 
@@ -184,7 +220,7 @@ template <typename Change> static PetscErrorCode AIJMPChangeSettings(Mat A, unsi
   if (!s) PetscFunctionReturn(0);
   change(*s);
   s->explicitly_set |= which;
-  PetscCall(PetscObjectStateIncrease((PetscObject)A));
+  if (values_change) PetscCall(PetscObjectStateIncrease((PetscObject)A));
   PetscFunctionReturn(0);
 }
 
@@ -305,6 +341,71 @@ PetscErrorCode MatAIJMPGetLayout(Mat A, MatAIJMPLayout *layout)
   PetscCall(AIJMPGetSettings(A, &s));
   if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
   *layout = s ? static_cast<MatAIJMPLayout>(s->opts.layout) : MAT_AIJMP_LAYOUT_AUTO;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetKernel - Sets which kernel computes the products of a `MATAIJMP` matrix
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  kernel - see `MatAIJMPKernel`
+
+   Options Database Key:
+.  -mat_aijmp_kernel <auto,aij,compact> - the kernel
+
+   Notes:
+   With `MAT_AIJMP_KERNEL_AUTO` (the default) and lossless storage, the first six products of each nonzero pattern
+   alternate between PETSc's AIJ kernel and the compact kernel, timed one by one; the faster by median time is kept
+   until the nonzero pattern changes, and the compact values are freed when AIJ's kernel wins. Both kernels give the
+   same result bit for bit, so the choice never changes a result: lossless aijmp is never slower than AIJ beyond
+   the timing noise of those six products. With MPI each rank chooses for its diagonal and off-diagonal blocks
+   alone. Lossy storage modes always use the compact kernel (AIJ's would use other values); `MAT_AIJMP_KERNEL_AIJ`
+   computes with AIJ's kernel on the fp64 values whatever the storage mode, which turns the compression off.
+   Transposed products use the chosen kernel, and AIJ's while none is chosen. Matrices of other types ignore this
+   call. `-mat_view ::ascii_info` and `MatAIJMPGetInfo()` report the choice.
+
+   Level: intermediate
+
+.seealso: `MATAIJMP`, `MatAIJMPKernel`, `MatAIJMPGetKernel()`, `MatAIJMPGetInfo()`
+@*/
+PetscErrorCode MatAIJMPSetKernel(Mat A, MatAIJMPKernel kernel)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(kernel >= MAT_AIJMP_KERNEL_AUTO && kernel <= MAT_AIJMP_KERNEL_COMPACT, PetscObjectComm((PetscObject)A),
+             PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp kernel %d: use auto, aij or compact", (int)kernel);
+  PetscCall(AIJMPChangeSettings(
+      A, kSetKernel, [&](AIJMPSettings &s) { s.kernel = kernel; }, false));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPGetKernel - Gets the kernel setting of a `MATAIJMP` matrix (what `auto` chose: `MatAIJMPGetInfo()`)
+
+   Not Collective
+
+   Input Parameter:
+.  A - the matrix
+
+   Output Parameter:
+.  kernel - the setting (`MAT_AIJMP_KERNEL_AUTO` for matrices of other types)
+
+   Level: intermediate
+
+.seealso: `MatAIJMPSetKernel()`
+@*/
+PetscErrorCode MatAIJMPGetKernel(Mat A, MatAIJMPKernel *kernel)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  *kernel = s ? s->kernel : MAT_AIJMP_KERNEL_AUTO;
   PetscFunctionReturn(0);
 }
 

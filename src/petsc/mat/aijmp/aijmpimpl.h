@@ -18,10 +18,11 @@ namespace petscmp {
 struct AIJMPSettings {
   StorageOptions opts;
   PetscInt nthreads       = 0;     // 0: openmp::default_thread_count()
+  MatAIJMPKernel kernel   = MAT_AIJMP_KERNEL_AUTO;
   bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
   unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
 };
-enum : unsigned { kSetStorage = 1, kSetTolerance = 2, kSetRowSplit = 4, kSetRange = 8, kSetThreads = 16, kSetLayout = 32 };
+enum : unsigned { kSetStorage = 1, kSetTolerance = 2, kSetRowSplit = 4, kSetRange = 8, kSetThreads = 16, kSetLayout = 32, kSetKernel = 64 };
 
 // Everything that identifies the master values a compact copy was built from.
 struct BuildKey {
@@ -84,11 +85,26 @@ inline void RestoreOps(Mat A, ReplacedOps &saved, const ReplacedOps &ours)
   });
 }
 
+// The run-time choice between PETSc's AIJ kernel and the compact kernel
+// (MAT_AIJMP_KERNEL_AUTO, lossless): the first 2 * kSamples products of a
+// nonzero pattern alternate between the two, which give the same result bit
+// for bit, and the faster by median is kept until the pattern changes.
+struct KernelSelection {
+  static constexpr int kSamples = 3;
+  PetscObjectState nonzerostate = -1; // the pattern the samples belong to
+  int count[2]                  = {0, 0};
+  PetscLogDouble seconds[2][kSamples];
+  MatAIJMPKernel chosen = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
+  PetscLogDouble median[2] = {0, 0};
+};
+
 struct SeqAIJMP : ReplacedOps {
   AIJMPSettings settings;
   std::unique_ptr<CompactCsr> compact;
   BuildKey key;
   bool is_mpi_block                     = false; // a diagonal/off-diagonal block of an mpiaijmp matrix
+  KernelSelection selection;
+  bool values_dropped = false; // `compact` keeps only its statistics (AIJ's kernel was chosen)
   PetscErrorCode (*retrievevalues)(Mat) = nullptr;
 };
 
@@ -123,6 +139,10 @@ PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s);
 PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
+// Whether A's next products may read its compact copy (false when they use AIJ's kernel).
+PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses);
+// Adds A's kernel choice to info.kernel_parts (and its timings to kernel_ms).
+PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info);
 PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info);
 // aijmp's answers to the names PETSc looks implementations up by (aijmp_typekeyed.cxx)
 PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on);

@@ -46,8 +46,10 @@ PetscErrorCode convert_blocks(Mat A)
   PetscFunctionReturn(0);
 }
 
-// Makes the compact copies of both blocks current, formats decided per whole row.
-PetscErrorCode prepare(Mat A)
+// Makes the compact copies of both blocks current, formats decided per whole
+// row; nothing to do when both blocks compute with AIJ's kernel, unless the
+// statistics are wanted (need_copies).
+PetscErrorCode prepare(Mat A, bool need_copies = false)
 {
   MPIAIJMP *d = data_of(A);
   Mat Ad, Ao;
@@ -57,6 +59,10 @@ PetscErrorCode prepare(Mat A)
   PetscCall(AIJMPReadOptionsLazily(A, d->settings));
   PetscCall(convert_blocks(A));
   PetscCall(blocks_of(A, &Ad, &Ao));
+  PetscBool uses_d, uses_o;
+  PetscCall(SeqAIJMPUsesCompact(Ad, &uses_d));
+  PetscCall(SeqAIJMPUsesCompact(Ao, &uses_o));
+  if (!need_copies && !uses_d && !uses_o) PetscFunctionReturn(0);
   PetscCall(SeqAIJMPIsCurrent(Ad, &current_d));
   PetscCall(SeqAIJMPIsCurrent(Ao, &current_o));
   PetscObjectState state;
@@ -140,7 +146,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   MatAIJMPInfo part;
 
   PetscFunctionBegin;
-  PetscCall(prepare(A));
+  PetscCall(prepare(A, true));
   PetscCall(blocks_of(A, &blocks[0], &blocks[1]));
   PetscCall(PetscMemzero(info, sizeof(*info)));
   for (Mat b : blocks) {
@@ -150,6 +156,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
       info->max_rel_error[f] = PetscMax(info->max_rel_error[f], part.max_rel_error[f]);
     }
     info->stored += part.stored;
+    for (int k = 0; k < 3; ++k) info->kernel_parts[k] += part.kernel_parts[k];
     info->bytes += part.bytes;
     info->aij_bytes += part.aij_bytes;
   }
@@ -162,10 +169,12 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
-  PetscInt64 counts[2] = {info->stored, info->sliced_rows};
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPIU_INT64, MPI_SUM, comm));
+  PetscInt64 counts[5] = {info->stored, info->sliced_rows, info->kernel_parts[0], info->kernel_parts[1],
+                          info->kernel_parts[2]};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 5, MPIU_INT64, MPI_SUM, comm));
   info->stored      = counts[0];
   info->sliced_rows = counts[1];
+  for (int k = 0; k < 3; ++k) info->kernel_parts[k] = counts[2 + k];
   PetscReal bytes[2] = {info->bytes, info->aij_bytes};
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPIU_REAL, MPI_SUM, comm));
   info->bytes     = bytes[0];

@@ -6,6 +6,7 @@
 // product after any change, keyed on the object state, the nonzero state, the
 // column count and the array addresses. MatRetrieveValues copies values without
 // bumping the state, so it is wrapped to drop the copy.
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -60,13 +61,94 @@ PetscErrorCode log_mult_flops(Mat A, const CompactCsr &c)
 
 enum class Product { mult, transpose };
 
-// y = op(A) x (+ z): the one path all four products take.
-PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
+// Whether the run-time choice applies: lossless values (both kernels give the
+// same result bit for bit) and MAT_AIJMP_KERNEL_AUTO.
+bool kernel_is_measured(const AIJMPSettings &s)
+{
+  return s.kernel == MAT_AIJMP_KERNEL_AUTO && !storage_mode_is_lossy(s.opts.mode);
+}
+
+// The selection for A's current nonzero pattern (restarted when it changed).
+KernelSelection &selection_of(Mat A)
+{
+  KernelSelection &sel = data_of(A)->selection;
+  if (sel.nonzerostate != A->nonzerostate) {
+    sel              = KernelSelection{};
+    sel.nonzerostate = A->nonzerostate;
+  }
+  return sel;
+}
+
+// The kernel of A's next product: AIJ or COMPACT.
+PetscErrorCode next_kernel(Mat A, Product product, MatAIJMPKernel *kernel)
+{
+  AIJMPSettings &s = data_of(A)->settings;
+
+  PetscFunctionBegin;
+  PetscCall(AIJMPReadOptionsLazily(A, s));
+  if (s.kernel != MAT_AIJMP_KERNEL_AUTO) *kernel = s.kernel;
+  else if (!kernel_is_measured(s)) *kernel = MAT_AIJMP_KERNEL_COMPACT;
+  else {
+    const KernelSelection &sel = selection_of(A);
+    if (sel.chosen != MAT_AIJMP_KERNEL_AUTO) *kernel = sel.chosen;
+    // transposes are not timed: AIJ's until mult has decided (no copy needed)
+    else if (product == Product::transpose) *kernel = MAT_AIJMP_KERNEL_AIJ;
+    else *kernel = sel.count[0] <= sel.count[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscLogDouble median_of(PetscLogDouble *t, int n)
+{
+  std::sort(t, t + n);
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+// The values of the compact copy are freed while AIJ's kernel computes the
+// products; its statistics stay for MatAIJMPGetInfo.
+void drop_compact_values(SeqAIJMP *d)
+{
+  if (!d->compact) return;
+  d->compact->blocks.clear();
+  d->compact->blocks.shrink_to_fit();
+  d->compact->split.clear();
+  d->compact->split.shrink_to_fit();
+  d->values_dropped = true;
+}
+
+// Records the time of one timed product; decides once both kernels have
+// KernelSelection::kSamples products.
+void record_sample(Mat A, MatAIJMPKernel kernel, PetscLogDouble seconds)
+{
+  KernelSelection &sel = selection_of(A);
+  const int k          = kernel == MAT_AIJMP_KERNEL_AIJ ? 0 : 1;
+  if (sel.chosen != MAT_AIJMP_KERNEL_AUTO || sel.count[k] >= KernelSelection::kSamples) return;
+  sel.seconds[k][sel.count[k]++] = seconds;
+  if (sel.count[0] < KernelSelection::kSamples || sel.count[1] < KernelSelection::kSamples) return;
+  for (int i = 0; i < 2; ++i) sel.median[i] = median_of(sel.seconds[i], KernelSelection::kSamples);
+  sel.chosen = sel.median[0] <= sel.median[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
+  if (sel.chosen == MAT_AIJMP_KERNEL_AIJ) drop_compact_values(data_of(A));
+}
+
+// y = op(A) x (+ z) with SeqAIJ's own kernels, on the fp64 master values.
+PetscErrorCode apply_aij(Mat A, Product product, Vec xx, Vec zz, Vec yy)
+{
+  SeqAIJMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (product == Product::mult) PetscCall(zz ? d->multadd(A, xx, zz, yy) : d->mult(A, xx, yy));
+  else PetscCall(zz ? d->multtransposeadd(A, xx, zz, yy) : d->multtranspose(A, xx, yy));
+  PetscFunctionReturn(0);
+}
+
+// y = op(A) x (+ z) from the compact copy.
+PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, PetscLogDouble *seconds)
 {
   const CompactCsr *c;
   const PetscScalar *x, *z = nullptr;
   PetscScalar *y;
   CsrView<PetscInt> view;
+  PetscLogDouble t0, t1;
   const PetscLogEvent event = product == Product::transpose ? MATAIJMP_MultTranspose
                               : zz                          ? MATAIJMP_MultAdd
                                                             : MATAIJMP_Mult;
@@ -74,6 +156,7 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   PetscFunctionBegin;
   PetscCall(SeqAIJMPGetCompact(A, &c));
   PetscCall(SeqAIJCsrView(A, view));
+  PetscCall(PetscTime(&t0));
   PetscCall(PetscLogEventBegin(event, A, xx, yy, 0));
   PetscCall(VecGetArrayRead(xx, &x));
   if (zz && zz == yy) {
@@ -98,6 +181,28 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   PetscCall(VecRestoreArrayRead(xx, &x));
   PetscCall(log_mult_flops(A, *c));
   PetscCall(PetscLogEventEnd(event, A, xx, yy, 0));
+  PetscCall(PetscTime(&t1));
+  *seconds = t1 - t0;
+  PetscFunctionReturn(0);
+}
+
+// y = op(A) x (+ z): the one path all four products take.
+PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
+{
+  MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_COMPACT;
+  PetscLogDouble t0, t1, seconds = 0;
+
+  PetscFunctionBegin;
+  PetscCheck(A->assembled, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+             "petscmp: the matrix must be assembled before a product");
+  PetscCall(next_kernel(A, product, &kernel));
+  if (kernel == MAT_AIJMP_KERNEL_AIJ) {
+    PetscCall(PetscTime(&t0));
+    PetscCall(apply_aij(A, product, xx, zz, yy));
+    PetscCall(PetscTime(&t1));
+    seconds = t1 - t0;
+  } else PetscCall(apply_compact(A, product, xx, zz, yy, &seconds));
+  if (product == Product::mult && kernel_is_measured(data_of(A)->settings)) record_sample(A, kernel, seconds);
   PetscFunctionReturn(0);
 }
 
@@ -135,13 +240,23 @@ PetscErrorCode MatAIJMPGetSettings_SeqAIJMP(Mat A, AIJMPSettings **s)
 
 PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
 {
-  const CompactCsr *c;
+  SeqAIJMP *d = data_of(A);
+  BuildKey key;
+  PetscBool uses;
 
   PetscFunctionBegin;
   PetscCall(PetscMemzero(info, sizeof(*info)));
-  PetscCall(SeqAIJMPGetCompact(A, &c));
-  PetscCall(AIJMPAccumulateInfo(*c, *info));
-  info->lossy = storage_mode_is_lossy(c->mode) ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(SeqAIJMPKeyOf(A, key));
+  const bool stats_current = d->compact && d->values_dropped && key == d->key;
+  if (!stats_current) { // built for the statistics, dropped again if AIJ's kernel computes the products
+    const CompactCsr *c;
+    PetscCall(SeqAIJMPGetCompact(A, &c));
+    PetscCall(SeqAIJMPUsesCompact(A, &uses));
+    if (!uses) drop_compact_values(d);
+  }
+  PetscCall(AIJMPAccumulateInfo(*d->compact, *info));
+  info->lossy = storage_mode_is_lossy(d->compact->mode) ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(SeqAIJMPKernelInfo(A, *info));
   PetscFunctionReturn(0);
 }
 
@@ -288,7 +403,7 @@ PetscErrorCode SeqAIJMPIsCurrent(Mat A, PetscBool *current)
 
   PetscFunctionBegin;
   PetscCall(SeqAIJMPKeyOf(A, key));
-  *current = (data_of(A)->compact && key == data_of(A)->key) ? PETSC_TRUE : PETSC_FALSE;
+  *current = (data_of(A)->compact && !data_of(A)->values_dropped && key == data_of(A)->key) ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(0);
 }
 
@@ -297,7 +412,8 @@ PetscErrorCode SeqAIJMPInvalidate(Mat A)
   PetscFunctionBegin;
   if (A->spptr) {
     data_of(A)->compact.reset();
-    data_of(A)->key = BuildKey{};
+    data_of(A)->values_dropped = false;
+    data_of(A)->key            = BuildKey{};
   }
   PetscFunctionReturn(0);
 }
@@ -313,8 +429,36 @@ PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s)
 PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact)
 {
   PetscFunctionBegin;
-  data_of(A)->compact = std::move(compact);
+  data_of(A)->compact        = std::move(compact);
+  data_of(A)->values_dropped = false;
   PetscCall(SeqAIJMPKeyOf(A, data_of(A)->key));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses)
+{
+  AIJMPSettings &s = data_of(A)->settings;
+
+  PetscFunctionBegin;
+  PetscCall(AIJMPReadOptionsLazily(A, s));
+  if (s.kernel == MAT_AIJMP_KERNEL_AIJ) *uses = PETSC_FALSE;
+  else if (!kernel_is_measured(s)) *uses = PETSC_TRUE;
+  else *uses = selection_of(A).chosen == MAT_AIJMP_KERNEL_AIJ ? PETSC_FALSE : PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info)
+{
+  const AIJMPSettings &s = data_of(A)->settings;
+
+  PetscFunctionBegin;
+  if (s.kernel != MAT_AIJMP_KERNEL_AUTO) info.kernel_parts[s.kernel] += 1;
+  else if (!kernel_is_measured(s)) info.kernel_parts[MAT_AIJMP_KERNEL_COMPACT] += 1;
+  else {
+    const KernelSelection &sel = selection_of(A);
+    info.kernel_parts[sel.chosen] += 1; // AUTO (0): not decided yet
+    for (int k = 0; k < 2; ++k) info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.median[k]);
+  }
   PetscFunctionReturn(0);
 }
 
@@ -372,6 +516,7 @@ PetscErrorCode MatConvert_SeqAIJ_SeqAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
 .  -mat_aijmp_row_fraction <p> - rowsplit: a row is fp32 when at least this fraction of its values lie in (-r, r)
 .  -mat_aijmp_range <r> - entrysplit: |a| < r is stored in fp32
 .  -mat_aijmp_layout <auto,csr,sliced> - row layout of the compact copy (sliced: SELL-8, 8 rows per SIMD instruction)
+.  -mat_aijmp_kernel <auto,aij,compact> - product kernel; auto keeps the faster of AIJ's and the compact one (lossless)
 -  -mat_aijmp_threads <n> - OpenMP threads per process for the products (default 1, or OMP_NUM_THREADS)
 
    Level: beginner

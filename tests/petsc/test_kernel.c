@@ -1,0 +1,230 @@
+static char help[] = "aijmp kernel selection (-mat_aijmp_kernel auto|aij|compact): every product bitwise AIJ's in\n"
+                     "lossless mode whatever the kernel, auto decides after its timed products, the choice restarts\n"
+                     "with a new nonzero pattern, and values freed for AIJ's kernel are never read stale.\n"
+                     "  -M <n>: global rows (default 600)\n\n";
+
+#include "petscmp_test.h"
+
+#define EXPECT_ERROR(call, what) \
+  do { \
+    PetscErrorCode ierr_; \
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL)); \
+    ierr_ = (call); \
+    PetscCall(PetscPopErrorHandler()); \
+    TEST_CHECK(PETSC_COMM_WORLD, ierr_ != 0, "%s: no error", what); \
+  } while (0)
+
+typedef struct {
+  Vec x, z, y, yref;  /* row space: x for A x */
+  Vec xt, zt, yt, ytref;
+} ProductVecs;
+
+/* All four products of B, each bitwise against A's (MATAIJ). */
+static PetscErrorCode CheckProducts(Mat B, Mat A, ProductVecs *v, const char *what)
+{
+  char msg[256];
+
+  PetscFunctionBeginUser;
+  PetscCall(MatMult(A, v->x, v->yref));
+  PetscCall(MatMult(B, v->x, v->y));
+  PetscCall(PetscSNPrintf(msg, sizeof msg, "%s: MatMult", what));
+  PetscCall(TestCheckBitwise(v->y, v->yref, msg));
+  PetscCall(MatMultAdd(A, v->x, v->z, v->yref));
+  PetscCall(MatMultAdd(B, v->x, v->z, v->y));
+  PetscCall(PetscSNPrintf(msg, sizeof msg, "%s: MatMultAdd", what));
+  PetscCall(TestCheckBitwise(v->y, v->yref, msg));
+  PetscCall(MatMultTranspose(A, v->xt, v->ytref));
+  PetscCall(MatMultTranspose(B, v->xt, v->yt));
+  PetscCall(PetscSNPrintf(msg, sizeof msg, "%s: MatMultTranspose", what));
+  PetscCall(TestCheckBitwise(v->yt, v->ytref, msg));
+  PetscCall(MatMultTransposeAdd(A, v->xt, v->zt, v->ytref));
+  PetscCall(MatMultTransposeAdd(B, v->xt, v->zt, v->yt));
+  PetscCall(PetscSNPrintf(msg, sizeof msg, "%s: MatMultTransposeAdd", what));
+  PetscCall(TestCheckBitwise(v->yt, v->ytref, msg));
+  PetscFunctionReturn(0);
+}
+
+/* n MatMults of B, each bitwise A's. */
+static PetscErrorCode CheckMults(Mat B, Mat A, ProductVecs *v, int n, const char *what)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MatMult(A, v->x, v->yref));
+  for (int k = 0; k < n; k++) {
+    PetscCall(MatMult(B, v->x, v->y));
+    PetscCall(TestCheckBitwise(v->y, v->yref, what));
+  }
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode ExpectKernelParts(Mat B, PetscInt64 undecided, PetscInt64 aij, PetscInt64 compact, const char *what)
+{
+  MatAIJMPInfo info;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == undecided && info.kernel_parts[1] == aij && info.kernel_parts[2] == compact,
+             "%s: kernel parts (undecided, aij, compact) = (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT
+             "), expected (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT ")",
+             what, info.kernel_parts[0], info.kernel_parts[1], info.kernel_parts[2], undecided, aij, compact);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CreatePair(const TestMatOpts *o, MatAIJMPKernel kernel, MatAIJMPStorage storage, Mat *A, Mat *B)
+{
+  PetscFunctionBeginUser;
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, A));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, o, B));
+  PetscCall(MatAIJMPSetKernel(*B, kernel));
+  PetscCall(MatAIJMPSetStorage(*B, storage));
+  PetscFunctionReturn(0);
+}
+
+/* Each forced kernel, lossless: bitwise AIJ's; info reports it. */
+static PetscErrorCode TestForced(const TestMatOpts *o, ProductVecs *v, PetscInt64 parts)
+{
+  const MatAIJMPKernel kernels[2] = {MAT_AIJMP_KERNEL_AIJ, MAT_AIJMP_KERNEL_COMPACT};
+  Mat                  A, B;
+  MatAIJMPKernel       got;
+
+  PetscFunctionBeginUser;
+  for (int k = 0; k < 2; k++) {
+    PetscCall(CreatePair(o, kernels[k], MAT_AIJMP_LOSSLESS, &A, &B));
+    PetscCall(MatAIJMPGetKernel(B, &got));
+    TEST_CHECK(PETSC_COMM_WORLD, got == kernels[k], "MatAIJMPGetKernel returned %s, set %s", MatAIJMPKernels[got], MatAIJMPKernels[kernels[k]]);
+    PetscCall(CheckProducts(B, A, v, MatAIJMPKernels[kernels[k]]));
+    PetscCall(ExpectKernelParts(B, 0, k == 0 ? parts : 0, k == 1 ? parts : 0, MatAIJMPKernels[kernels[k]]));
+    if (k == 0) { /* the info built a copy for its statistics and freed its values: a later compact product rebuilds */
+      PetscCall(MatAIJMPSetKernel(B, MAT_AIJMP_KERNEL_COMPACT));
+      PetscCall(CheckProducts(B, A, v, "compact after aij (values freed, same state)"));
+      PetscCall(MatAIJMPSetKernel(B, MAT_AIJMP_KERNEL_AIJ));
+      PetscCall(MatScale(A, -2.0));
+      PetscCall(MatScale(B, -2.0));
+      PetscCall(CheckProducts(B, A, v, "aij after MatScale"));
+      PetscCall(MatAIJMPSetKernel(B, MAT_AIJMP_KERNEL_COMPACT));
+      PetscCall(CheckProducts(B, A, v, "compact after aij and MatScale"));
+    }
+    PetscCall(MatDestroy(&A));
+    PetscCall(MatDestroy(&B));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* auto, lossless: every product during and after the timing is AIJ's bit for bit; decided after 6 products;
+   a new nonzero pattern restarts the choice; a value change after AIJ's kernel won (compact values freed)
+   gives current products with either kernel. */
+static PetscErrorCode TestAuto(const TestMatOpts *o, ProductVecs *v, PetscInt64 parts)
+{
+  Mat          A, B;
+  MatAIJMPInfo info;
+  PetscInt     rstart;
+
+  PetscFunctionBeginUser;
+  PetscCall(CreatePair(o, MAT_AIJMP_KERNEL_AUTO, MAT_AIJMP_LOSSLESS, &A, &B));
+  PetscCall(ExpectKernelParts(B, parts, 0, 0, "auto before any product"));
+  PetscCall(CheckMults(B, A, v, 5, "auto, during the timed products"));
+  PetscCall(ExpectKernelParts(B, parts, 0, 0, "auto after 5 products"));
+  PetscCall(CheckMults(B, A, v, 1, "auto, the sixth product"));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == 0 && info.kernel_parts[1] + info.kernel_parts[2] == parts,
+             "auto did not decide after 6 products: %" PetscInt64_FMT " undecided", info.kernel_parts[0]);
+  PetscCall(CheckProducts(B, A, v, "auto, decided"));
+
+  /* values change (same pattern): the choice stays, the products follow the values */
+  PetscCall(MatScale(A, 3.0));
+  PetscCall(MatScale(B, 3.0));
+  PetscCall(CheckProducts(B, A, v, "auto, decided, after MatScale"));
+  PetscCall(ExpectKernelParts(B, 0, info.kernel_parts[1], info.kernel_parts[2], "auto after MatScale"));
+  /* the freed values are rebuilt when the compact kernel is forced afterwards */
+  PetscCall(MatAIJMPSetKernel(B, MAT_AIJMP_KERNEL_COMPACT));
+  PetscCall(CheckProducts(B, A, v, "compact forced after auto"));
+  PetscCall(MatAIJMPSetKernel(B, MAT_AIJMP_KERNEL_AUTO));
+
+  /* a new nonzero pattern: undecided again */
+  PetscCall(MatGetOwnershipRange(A, &rstart, NULL));
+  Mat both[2] = {A, B};
+  for (int m = 0; m < 2; m++) { /* a new entry in each rank's diagonal block */
+    const PetscInt    col = (rstart + 7) % o->N;
+    const PetscScalar one = 1.0;
+    PetscCall(MatSetOption(both[m], MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetValues(both[m], 1, &rstart, 1, &col, &one, ADD_VALUES));
+    PetscCall(MatAssemblyBegin(both[m], MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(both[m], MAT_FINAL_ASSEMBLY));
+  }
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  /* every diagonal block changed its pattern (serial: the one block) */
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] >= (parts == 1 ? 1 : parts / 2),
+             "auto after a new nonzero pattern: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks undecided", info.kernel_parts[0], parts);
+  PetscCall(CheckMults(B, A, v, 6, "auto, timed products of the new pattern"));
+  PetscCall(CheckProducts(B, A, v, "auto, new pattern decided"));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&B));
+  PetscFunctionReturn(0);
+}
+
+/* Lossy storage: auto is the compact kernel (bitwise the forced compact products); aij turns compression off. */
+static PetscErrorCode TestLossy(const TestMatOpts *o, ProductVecs *v, PetscInt64 parts)
+{
+  Mat A, Bauto, Bcompact;
+
+  PetscFunctionBeginUser;
+  PetscCall(CreatePair(o, MAT_AIJMP_KERNEL_AUTO, MAT_AIJMP_FP16, &A, &Bauto));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, o, &Bcompact));
+  PetscCall(MatAIJMPSetStorage(Bcompact, MAT_AIJMP_FP16));
+  PetscCall(MatAIJMPSetKernel(Bcompact, MAT_AIJMP_KERNEL_COMPACT));
+  PetscCall(CheckMults(Bauto, Bcompact, v, 7, "fp16 auto against fp16 compact"));
+  PetscCall(ExpectKernelParts(Bauto, 0, 0, parts, "fp16 auto"));
+  PetscCall(MatMult(A, v->x, v->yref));
+  PetscCall(MatMult(Bauto, v->x, v->y));
+  PetscInt ndiff;
+  PetscCall(TestVecBitDiff(v->y, v->yref, &ndiff));
+  TEST_CHECK(PETSC_COMM_WORLD, ndiff > 0, "fp16 storage of mixed values must change some products (control)");
+  PetscCall(MatAIJMPSetKernel(Bauto, MAT_AIJMP_KERNEL_AIJ));
+  PetscCall(CheckProducts(Bauto, A, v, "fp16 storage with the aij kernel"));
+  PetscCall(ExpectKernelParts(Bauto, 0, parts, 0, "fp16 with the aij kernel"));
+  EXPECT_ERROR(MatAIJMPSetKernel(Bauto, (MatAIJMPKernel)7), "MatAIJMPSetKernel(7)");
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&Bauto));
+  PetscCall(MatDestroy(&Bcompact));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  TestMatOpts o;
+  Mat         A;
+  ProductVecs        v;
+  PetscMPIInt size;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscMPInitializePackage());
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  TestMatOptsDefault(&o, 600);
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-M", &o.M, NULL));
+  o.N     = o.M;
+  o.inode = PETSC_TRUE; /* inodes: AIJ sums pairs, the compact copy must follow */
+  const PetscInt64 parts = size == 1 ? 1 : 2 * (PetscInt64)size;
+
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, &o, &A));
+  PetscCall(MatCreateVecs(A, &v.x, &v.y));
+  PetscCall(VecDuplicate(v.y, &v.z));
+  PetscCall(VecDuplicate(v.y, &v.yref));
+  PetscCall(MatCreateVecs(A, &v.yt, &v.xt));
+  PetscCall(VecDuplicate(v.yt, &v.zt));
+  PetscCall(VecDuplicate(v.yt, &v.ytref));
+  PetscCall(TestVecFill(v.x, 1));
+  PetscCall(TestVecFill(v.z, 2));
+  PetscCall(TestVecFill(v.xt, 3));
+  PetscCall(TestVecFill(v.zt, 4));
+  PetscCall(MatDestroy(&A));
+
+  PetscCall(TestForced(&o, &v, parts));
+  PetscCall(TestAuto(&o, &v, parts));
+  PetscCall(TestLossy(&o, &v, parts));
+
+  Vec *all[] = {&v.x, &v.y, &v.z, &v.yref, &v.xt, &v.yt, &v.zt, &v.ytref};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) PetscCall(VecDestroy(all[k]));
+  int code = TestFinish();
+  PetscCall(PetscFinalize());
+  return code;
+}
