@@ -89,17 +89,55 @@ bool stores_within_roundoff(Format f, double v)
   return c == Conversion::exact || c == Conversion::rounded;
 }
 
+// Which of fp16, bf16 and fp32 hold every value seen so far bit for bit: the
+// lossless ladder in one pass. Finite values take a fast path (one conversion
+// to fp32, then bit tests and, for fp16, a hardware round trip where there is
+// one); NaN and Inf take classify_conversion's definition.
+struct ExactIn {
+  bool fp16 = true, bf16 = true, fp32 = true;
+  bool any() const { return fp32; } // fp16 and bf16 imply fp32
+  void add(double v)
+  {
+    const float f = static_cast<float>(v);
+    if (double_bits(static_cast<double>(f)) != double_bits(v)) {
+      fp16 = bf16 = fp32 = false;
+      return;
+    }
+    if (!std::isfinite(f)) {
+      fp16 = fp16 && classify_conversion(Format::fp16, v) == Conversion::exact;
+      bf16 = bf16 && classify_conversion(Format::bf16, v) == Conversion::exact;
+      return;
+    }
+    bf16 = bf16 && (float_bits(f) & 0xffffu) == 0;
+    if (fp16) fp16 = double_bits(decode(encode_as<fp16_t>(v))) == double_bits(v);
+  }
+  Format narrowest() const { return fp16 ? Format::fp16 : bf16 ? Format::bf16 : fp32 ? Format::fp32 : Format::fp64; }
+};
+
 template <typename Index> Format lossless_row_format(const RowValues<Index> &row)
 {
-  for (Format f : kLosslessLadder)
-    if (row.all_of([f](double v) { return classify_conversion(f, v) == Conversion::exact; })) return f;
-  return Format::fp64;
+  ExactIn exact;
+  row.all_of([&exact](double v) {
+    exact.add(v);
+    return exact.any();
+  });
+  return exact.narrowest();
+}
+
+// stores_within_roundoff, with the common case decided without converting:
+// a value in f's normal range is rounded within f's unit roundoff.
+bool within_roundoff(Format f, double v, double lo, double hi)
+{
+  const double a = std::fabs(v);
+  return (a >= lo && a <= hi) || stores_within_roundoff(f, v);
 }
 
 template <typename Index> Format uniform_row_format(const RowValues<Index> &row, Format f)
 {
-  for (; f != Format::fp64; f = wider_format(f))
-    if (row.all_of([f](double v) { return stores_within_roundoff(f, v); })) return f;
+  for (; f != Format::fp64; f = wider_format(f)) {
+    const double lo = min_normal(f), hi = max_finite(f);
+    if (row.all_of([f, lo, hi](double v) { return within_roundoff(f, v, lo, hi); })) return f;
+  }
   return Format::fp64;
 }
 
@@ -133,21 +171,6 @@ template <typename Index> double mean_abs(const std::vector<CsrView<Index>> &par
   return total.count ? total.sum / static_cast<double>(total.count) : 0.0;
 }
 
-// Copies a row's values into a block's storage and records the error made.
-template <typename Index>
-void store_row_values(const CsrView<Index> &csr, Index row, Format f, RowBlock &block, std::int64_t dst,
-                      FormatStats &stats)
-{
-  dispatch_format(f, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    const reduced_writer<S> out(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
-    for (Index k = csr.rowptr[row]; k < csr.rowptr[row + 1]; ++k, ++dst) {
-      out.store(static_cast<std::size_t>(dst), csr.values[k]);
-      stats.max_relative_error = std::max(stats.max_relative_error, relative_error(f, csr.values[k]));
-    }
-  });
-}
-
 struct Run {
   Format format;
   std::int64_t begin, end;
@@ -178,8 +201,9 @@ template <typename Index> std::vector<Run> find_runs(const CsrView<Index> &csr, 
   return runs;
 }
 
-template <typename Index>
-void assemble_runs(const CsrView<Index> &csr, const std::vector<Run> &runs, CompactCsr &out)
+// Block shapes: which rows each block holds and where their values go in CSR
+// order. The values are written afterwards, once, in the block's final layout.
+template <typename Index> void shape_runs(const CsrView<Index> &csr, const std::vector<Run> &runs, CompactCsr &out)
 {
   for (const Run &run : runs) {
     RowBlock block;
@@ -188,28 +212,16 @@ void assemble_runs(const CsrView<Index> &csr, const std::vector<Run> &runs, Comp
     block.row_end    = run.end;
     block.value_base = csr.rowptr[run.begin];
     block.nnz        = csr.rowptr[run.end] - csr.rowptr[run.begin];
-    block.values.resize(static_cast<std::size_t>(block.nnz) * format_bytes(run.format));
-    FormatStats &fs = out.stats.per_format[static_cast<int>(run.format)];
-    for (std::int64_t i = run.begin; i < run.end; ++i) {
-      const Index row = static_cast<Index>(i);
-      if (csr.rowptr[row + 1] == csr.rowptr[row]) continue;
-      store_row_values(csr, row, run.format, block, csr.rowptr[row] - block.value_base, fs);
-      fs.rows += 1;
-      fs.nnz += csr.rowptr[row + 1] - csr.rowptr[row];
-    }
-    out.stats.value_bytes += static_cast<std::int64_t>(block.values.size());
     out.blocks.push_back(std::move(block));
   }
   out.all_rows_covered = true;
-  out.stats.index_bytes = static_cast<std::int64_t>(sizeof(Index)) * (out.stats.nnz + out.nrows + 1);
 }
 
 template <typename Index>
-void assemble_grouped(const CsrView<Index> &csr, const std::vector<Format> &formats, CompactCsr &out)
+void shape_grouped(const CsrView<Index> &csr, const std::vector<Format> &formats, CompactCsr &out)
 {
   if (csr.nrows > std::numeric_limits<std::int32_t>::max())
     throw StorageError("petscmp: more than 2^31 local rows need the grouped layout, which indexes rows in 32 bits");
-  std::int64_t list_bytes = 0;
   for (int fi = 0; fi < kFormatCount; ++fi) {
     const Format f = static_cast<Format>(fi);
     RowBlock block;
@@ -223,20 +235,9 @@ void assemble_grouped(const CsrView<Index> &csr, const std::vector<Format> &form
     }
     if (block.rows.empty()) continue;
     block.nnz = block.value_offsets.back();
-    block.values.resize(static_cast<std::size_t>(block.nnz) * format_bytes(f));
-    FormatStats &fs = out.stats.per_format[fi];
-    for (std::size_t k = 0; k < block.rows.size(); ++k) {
-      store_row_values(csr, static_cast<Index>(block.rows[k]), f, block, block.value_offsets[k], fs);
-      fs.rows += 1;
-    }
-    fs.nnz += block.nnz;
-    out.stats.value_bytes += static_cast<std::int64_t>(block.values.size());
-    // per listed row: the row number, its value offset and two row pointers
-    list_bytes += static_cast<std::int64_t>(block.rows.size()) * (4 + 8 + 2 * sizeof(Index));
     out.blocks.push_back(std::move(block));
   }
   out.all_rows_covered = false;
-  out.stats.index_bytes = static_cast<std::int64_t>(sizeof(Index)) * out.stats.nnz + list_bytes;
 }
 
 // Bytes of indices a product reads for one block: the master's columns and
@@ -265,47 +266,98 @@ template <typename Index> std::vector<std::int64_t> slice_offsets_of(const CsrVi
   return offsets;
 }
 
-// Reorders block b's values (stored in CSR order) into slices, with columns.
-template <typename Index> void slice_block(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, RowBlock &b)
+// |r - v| / |v| for v stored as r: relative_error(f, v) without converting again.
+inline double relative_change(double v, double r)
+{
+  if (double_bits(r) == double_bits(v) || (std::isnan(r) && std::isnan(v))) return 0.0;
+  if (!std::isfinite(r) || !std::isfinite(v) || v == 0.0) return std::numeric_limits<double>::infinity();
+  return std::fabs(r - v) / std::fabs(v);
+}
+
+// Encodes n values of a row to out[0], out[stride], ...; the largest relative
+// change is tracked only for lossy modes (lossless rows are exact by choice).
+template <typename S>
+void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bool track, double &worst)
+{
+  if (!track) {
+    for (std::int64_t e = 0; e < n; ++e) out[e * stride] = encode_as<S>(v[e]);
+    return;
+  }
+  for (std::int64_t e = 0; e < n; ++e) {
+    const S s          = encode_as<S>(v[e]);
+    out[e * stride]    = s;
+    worst              = std::max(worst, relative_change(v[e], decode(s)));
+  }
+}
+
+// Values of block b in CSR order (the master's indices serve the products).
+template <typename S, typename Index>
+void fill_csr_order(const CsrView<Index> &csr, RowBlock &b, bool track, FormatStats &fs)
+{
+  b.values.resize_uninitialized(static_cast<std::size_t>(b.nnz) * sizeof(S));
+  S *out = b.values.as<S>();
+  for (std::int64_t k = 0; k < b.row_count(); ++k) {
+    const std::int64_t start = csr.rowptr[b.row(k)], n = csr.rowptr[b.row(k) + 1] - start;
+    encode_row(csr.values + start, n, out + b.value_index(k, 0, start), 1, track, fs.max_relative_error);
+  }
+}
+
+// Values and columns of block b written straight into slices (padding: value 0, column 0).
+template <typename S, typename Index>
+void fill_sliced(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, RowBlock &b, bool track, FormatStats &fs)
 {
   const std::int64_t nrows = b.row_count(), nslices = static_cast<std::int64_t>(offsets.size()) - 1;
-  const std::size_t bytes  = format_bytes(b.format);
-  AlignedBytes values(static_cast<std::size_t>(offsets.back()) * bytes);
-  std::vector<std::int32_t> cols(static_cast<std::size_t>(offsets.back()), 0);
-  std::vector<std::int32_t> lengths(static_cast<std::size_t>(nslices * kSliceRows), 0);
-  const auto *from = b.values.as<unsigned char>();
-  auto *to         = values.as<unsigned char>();
-  for (std::int64_t k = 0; k < nrows; ++k) {
-    const std::int64_t start = csr.rowptr[b.row(k)], n = csr.rowptr[b.row(k) + 1] - start;
-    const std::int64_t src = b.value_index(k, 0, start);
-    const std::int64_t dst = offsets[k / kSliceRows] + k % kSliceRows;
-    lengths[k]             = static_cast<std::int32_t>(n);
-    for (std::int64_t e = 0; e < n; ++e) {
-      std::memcpy(to + (dst + e * kSliceRows) * bytes, from + (src + e) * bytes, bytes);
-      cols[dst + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
+  b.values.resize_uninitialized(static_cast<std::size_t>(offsets.back()) * sizeof(S));
+  b.cols.allocate(static_cast<std::size_t>(offsets.back()));
+  b.row_lengths.allocate(static_cast<std::size_t>(nslices * kSliceRows));
+  S *vals = b.values.as<S>();
+  std::int32_t *cols = b.cols.data();
+  const S zero       = encode_as<S>(0.0);
+  for (std::int64_t q = 0; q < nslices; ++q) {
+    const std::int64_t base = offsets[q], width = (offsets[q + 1] - base) / kSliceRows;
+    for (std::int64_t r = 0; r < kSliceRows; ++r) {
+      const std::int64_t k = q * kSliceRows + r;
+      std::int64_t n = 0, start = 0;
+      if (k < nrows) {
+        start = csr.rowptr[b.row(k)];
+        n     = csr.rowptr[b.row(k) + 1] - start;
+        encode_row(csr.values + start, n, vals + base + r, kSliceRows, track, fs.max_relative_error);
+        for (std::int64_t e = 0; e < n; ++e) cols[base + r + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
+      }
+      b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(n);
+      for (std::int64_t e = n; e < width; ++e) {
+        vals[base + r + e * kSliceRows] = zero;
+        cols[base + r + e * kSliceRows] = 0;
+      }
     }
   }
-  b.values        = std::move(values);
-  b.cols          = std::move(cols);
-  b.row_lengths   = std::move(lengths);
   b.slice_offsets = std::move(offsets);
   b.value_offsets.clear();
   b.value_offsets.shrink_to_fit();
 }
 
-// The layout decision: slices where the options allow them, then the bytes.
-template <typename Index> void choose_layout(const CsrView<Index> &csr, Layout layout, CompactCsr &out)
+// The layout decision (slices where the options allow them and padding is
+// small), then the values, written once, and the byte accounting.
+template <typename Index>
+void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCsr &out)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
   if (layout == Layout::sliced && !narrow_columns)
     throw StorageError("petscmp: the sliced layout stores 32-bit column indices; this block has 2^31 columns or more");
-  out.stats.value_bytes = out.stats.index_bytes = out.stats.stored = out.stats.sliced_rows = 0;
   for (RowBlock &b : out.blocks) {
+    FormatStats &fs = out.stats.per_format[static_cast<int>(b.format)];
+    std::vector<std::int64_t> offsets;
     if (layout != Layout::csr && narrow_columns && b.row_count() > 0) {
-      std::vector<std::int64_t> offsets = slice_offsets_of(csr, b);
-      if (layout == Layout::sliced || offsets.back() <= kMaxSlicePadding * static_cast<double>(b.nnz))
-        slice_block(csr, std::move(offsets), b);
+      offsets = slice_offsets_of(csr, b);
+      if (layout != Layout::sliced && offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz)) offsets.clear();
     }
+    dispatch_format(b.format, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      if (!offsets.empty()) fill_sliced<S>(csr, std::move(offsets), b, lossy, fs);
+      else fill_csr_order<S>(csr, b, lossy, fs);
+    });
+    for (std::int64_t k = 0; k < b.row_count(); ++k) fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
+    fs.nnz += b.nnz;
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
     out.stats.value_bytes += static_cast<std::int64_t>(b.values.size());
@@ -434,10 +486,10 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   for (Index i = 0; i < csr.nrows; ++i) nonempty += csr.rowptr[i + 1] > csr.rowptr[i];
   const bool mostly_empty = 2 * nonempty < csr.nrows;
   const bool fragmented   = static_cast<std::int64_t>(runs.size()) * kMinRunLength > std::max<std::int64_t>(nonempty, 1);
-  if (runs.size() <= 1 && !mostly_empty) assemble_runs(csr, runs, out);
-  else if (fragmented || mostly_empty) assemble_grouped(csr, row_formats, out);
-  else assemble_runs(csr, runs, out);
-  choose_layout(csr, opts.layout, out);
+  if (runs.size() <= 1 && !mostly_empty) shape_runs(csr, runs, out);
+  else if (fragmented || mostly_empty) shape_grouped(csr, row_formats, out);
+  else shape_runs(csr, runs, out);
+  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), out);
   return out;
 }
 

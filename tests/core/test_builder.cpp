@@ -908,3 +908,65 @@ TEST(BuilderLayout, Names)
   EXPECT_FALSE(parse_layout("ell", &l));
   EXPECT_FALSE(parse_layout(nullptr, &l));
 }
+
+// The builder decides formats through fast paths (one fp32 conversion and bit
+// tests for lossless; a range test for uniform modes). Their answers must be
+// those of the definition: per value, classify_conversion over the ladder.
+namespace {
+Format lossless_by_definition(const std::vector<double> &row)
+{
+  for (Format f : {Format::fp16, Format::bf16, Format::fp32})
+    if (std::all_of(row.begin(), row.end(), [f](double v) { return classify_conversion(f, v) == Conversion::exact; }))
+      return f;
+  return Format::fp64;
+}
+Format uniform_by_definition(const std::vector<double> &row, Format f)
+{
+  auto fits = [](Format g, double v) {
+    const Conversion c = classify_conversion(g, v);
+    return c == Conversion::exact || c == Conversion::rounded;
+  };
+  while (f != Format::fp64) {
+    if (std::all_of(row.begin(), row.end(), [&](double v) { return fits(f, v); })) return f;
+    f = (f == Format::fp16 || f == Format::bf16) ? Format::fp32 : f == Format::fp11_4 ? Format::fp11_20 : Format::fp64;
+  }
+  return Format::fp64;
+}
+} // namespace
+
+TYPED_TEST(BuilderTest, FastFormatChoiceMatchesDefinition)
+{
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double specials[] = {0.0, -0.0, inf, -inf, nan, -nan, 65504.0, 65505.0, 65519.99, 65520.0, 0x1p-14, 0x1p-24,
+                             0x1.8p-25, 0x1p-25, 0x1p-26, 0x1.fep127, 0x1.ffp127, 0x1p-126, 0x1p-133, 0x1p-149,
+                             0x1p-150, FLT_MAX, 0x1.fffffefffffffp127, DBL_MAX, DBL_MIN, 0x1p-1074, 1.0 + 0x1p-23,
+                             1.0 + 0x1p-24, 1.0 + 0x1p-10, 1.0 + 0x1p-11, 3.0, -7.5, 0.1,
+                             std::numeric_limits<double>::signaling_NaN()};
+  std::mt19937_64 rng(99);
+  TestCsr<TypeParam> m;
+  std::vector<std::vector<double>> rows;
+  for (double v : specials) rows.push_back({1.0, v, 2.0}); // one special value per row
+  for (int i = 0; i < 3000; ++i) {                     // random bit patterns around the formats' ranges
+    std::vector<double> r(1 + rng() % 4);
+    for (auto &v : r) {
+      const int e = static_cast<int>(rng() % 320) - 160;
+      const std::uint64_t keep = rng() % 4 == 0 ? 0 : (rng() % 3 == 0 ? 0xffffffffe0000000ull : 0xfffffffffffff000ull);
+      v = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
+      if (keep) v = double_from_bits(double_bits(v) & keep); // fewer significant bits: exact in narrower formats
+    }
+    rows.push_back(r);
+  }
+  for (const auto &r : rows) m.add_row(r);
+  for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
+                           StorageMode::fp11_20, StorageMode::fp11_4}) {
+    const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, with_mode(mode));
+    const Format start = mode == StorageMode::fp32 ? Format::fp32 : mode == StorageMode::fp16 ? Format::fp16
+                       : mode == StorageMode::bf16 ? Format::bf16 : mode == StorageMode::fp11_20 ? Format::fp11_20
+                                                                                            : Format::fp11_4;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Format want = mode == StorageMode::lossless ? lossless_by_definition(rows[i]) : uniform_by_definition(rows[i], start);
+      ASSERT_EQ(formats[i], want) << storage_mode_name(mode) << " row " << i << " first value " << std::hexfloat
+                                  << rows[i][0] << " second " << (rows[i].size() > 1 ? rows[i][1] : 0.0);
+    }
+  }
+}

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "petscmp/core/big_buffer.hpp"
 #include "petscmp/core/formats.hpp"
 
 namespace petscmp {
@@ -84,19 +85,21 @@ template <typename Index> struct CsrView {
   const double *values = nullptr;
 };
 
-// Value bytes, 8-byte aligned so every storage type can be read in place.
+// Value bytes, 64-byte aligned so every storage type can be read in place.
 class AlignedBytes {
 public:
   AlignedBytes() = default;
   explicit AlignedBytes(std::size_t n) { resize(n); }
-  void resize(std::size_t n) { words_.assign((n + 7) / 8, 0); bytes_ = n; }
-  std::size_t size() const { return bytes_; }
-  template <typename T> T *as() { return reinterpret_cast<T *>(words_.data()); }
-  template <typename T> const T *as() const { return reinterpret_cast<const T *>(words_.data()); }
+  void resize(std::size_t n) { buffer_.allocate_zeroed(n); }
+  // n bytes of undefined content: the caller writes every byte a kernel reads.
+  void resize_uninitialized(std::size_t n) { buffer_.allocate(n); }
+  void release() { buffer_.release(); }
+  std::size_t size() const { return buffer_.size(); }
+  template <typename T> T *as() { return reinterpret_cast<T *>(buffer_.data()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(buffer_.data()); }
 
 private:
-  std::vector<std::uint64_t> words_;
-  std::size_t bytes_ = 0;
+  BigBuffer buffer_;
 };
 
 // Rows per slice of the sliced layout: one AVX-512 register of fp64 sums.
@@ -117,8 +120,8 @@ struct RowBlock {
   // at slice_offsets[q] + e * kSliceRows + k % kSliceRows (q = k / kSliceRows),
   // both its value and its column. Padding entries hold value 0 and column 0.
   std::vector<std::int64_t> slice_offsets; // slices + 1
-  std::vector<std::int32_t> row_lengths;   // kSliceRows * slices; 0 past the last row
-  std::vector<std::int32_t> cols;
+  BigArray<std::int32_t> row_lengths;      // kSliceRows * slices; 0 past the last row
+  BigArray<std::int32_t> cols;
 
   bool grouped() const { return !rows.empty(); }
   bool sliced() const { return !slice_offsets.empty(); }

@@ -157,12 +157,25 @@ inline float encode(double v, float *)
 {
   return static_cast<float>(v);
 } // hardware RNE
+// fp16 and bf16: a value that fp32 holds exactly is rounded once, by the
+// hardware (F16C) or by rounding fp32's bits; both give the software
+// encoder's result (tests/core/test_formats.cpp checks this). Other values
+// would be rounded twice through fp32, so they take the software encoder.
 inline fp16_t encode(double v, fp16_t *)
 {
+#if defined(__F16C__)
+  const float f = static_cast<float>(v);
+  if (static_cast<double>(f) == v) return {static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT))};
+#endif
   return {static_cast<std::uint16_t>(detail::encode_ieee_rne<5, 10>(v))};
 }
 inline bf16_t encode(double v, bf16_t *)
 {
+  const float f = static_cast<float>(v);
+  if (static_cast<double>(f) == v && std::isfinite(f)) {
+    const std::uint32_t b = float_bits(f);
+    return {static_cast<std::uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16)};
+  }
   return {static_cast<std::uint16_t>(detail::encode_ieee_rne<8, 7>(v))};
 }
 inline fp11_20_t encode(double v, fp11_20_t *)
