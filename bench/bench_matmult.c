@@ -12,7 +12,9 @@ static char help[] = "Memory-bound MatMult benchmark: PETSc AIJ, PETSc SELL and 
                      "  -rowsplit_fraction <p>       their row fraction (default 0.9). Each is compared with uniform fp32 at the same\n"
                      "                     fp32 fraction phi: phi*t(fp32) + (1-phi)*t(an all-fp64 mode of the same run)\n"
                      "  -stream_mib <int>  MiB per STREAM array, all ranks together (default 512)\n"
-                     "  -stream_reps <int> STREAM triad repetitions, best taken (default 5)\n\n";
+                     "  -stream_reps <int> STREAM triad repetitions, best taken (default 5)\n"
+                     "  -kernel <compact|auto|aij> aijmp product kernel (MatAIJMPSetKernel; default compact: the table times\n"
+                     "                     the compact kernels; auto: what users get by default, lossless picks AIJ's or the compact one)\n\n";
 
 #include <petscmat.h>
 #include <stdint.h>
@@ -54,6 +56,31 @@ typedef struct {
    off the diagonal and 27 + uniform[-1, 1] on it, on an n^3 grid in lexicographic order, rows split in
    contiguous blocks. The random values are drawn row after row from one PetscRandom stream, each rank skipping
    the rows before its own: the matrix is the same for any number of ranks. */
+static MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_COMPACT;
+
+/* The processor and the instruction sets, as the CPU reports them and as this build uses them. */
+static PetscErrorCode PrintCpu(MPI_Comm comm)
+{
+  char  line[4096], model[256] = "unknown", flags[4096] = "";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+
+  PetscFunctionBeginUser;
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10) && !strcmp(model, "unknown")) sscanf(line, "model name : %255[^\n]", model);
+    if (!strncmp(line, "flags", 5) && !flags[0]) PetscCall(PetscStrncpy(flags, line, sizeof flags));
+  }
+  if (f) fclose(f);
+  const char *isa[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "amx_tile"};
+  PetscCall(PetscPrintf(comm, "CPU: %s; reports:", model));
+  for (size_t i = 0; i < sizeof isa / sizeof isa[0]; i++) {
+    char pat[32];
+    PetscCall(PetscSNPrintf(pat, sizeof pat, " %s ", isa[i]));
+    PetscCall(PetscPrintf(comm, " %s%s", strstr(flags, pat) ? "+" : "-", isa[i]));
+  }
+  PetscCall(PetscPrintf(comm, "\nlibpetscmp kernels compiled with: %s\n", PetscMPCompiledISA()));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode BuildStencil(MPI_Comm comm, PetscInt n, PetscBool full27, PetscInt64 seed, Mat *A)
 {
   const PetscInt64 N64 = (PetscInt64)n * n * n;
@@ -289,6 +316,7 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &P));
   PetscCallMPI(MPI_Barrier(comm));
   convert_s[1] = MPI_Wtime() - t;
+  PetscCall(MatAIJMPSetKernel(P, kernel));
 
   const PetscInt nruns = nmodes + nsplits;
   PetscCall(PetscMalloc5(nruns * reps, &aij_all, nruns * reps, &sell_all, reps, &aij_blk, reps, &sell_blk, reps, &mode_blk));
@@ -411,6 +439,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-seed", &seed, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-tolerance", &tol, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-sell", &use_sell, NULL));
+  PetscCall(PetscOptionsGetEnum(NULL, NULL, "-kernel", MatAIJMPKernels, (PetscEnum *)&kernel, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-f", file, sizeof(file), &has_file));
   {
     PetscInt  n = MAXMODES;
@@ -432,6 +461,9 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "petscmp MatMult benchmark: %d MPI rank(s), sizeof(PetscInt) = %d, OMP_NUM_THREADS %s (aijmp threads per rank: %s)\n", size,
                         (int)sizeof(PetscInt), omp ? omp : "unset", omp ? "OMP_NUM_THREADS" : "1"));
 
+  PetscCall(PrintCpu(PETSC_COMM_WORLD));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "aijmp kernel: %s%s\n", MatAIJMPKernels[kernel],
+                        kernel == MAT_AIJMP_KERNEL_COMPACT ? " (rows time the compact kernels; -kernel auto for the default)" : ""));
   PetscCall(StreamTriad(PETSC_COMM_WORLD, stream_mib, stream_reps, &triad_gbs, &triad_elems));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                         "STREAM triad a[i] = b[i] + s*c[i]: 3 arrays of %" PetscInt_FMT " MiB (%.2f GB in all) split among the %d rank(s), all at once, best of %" PetscInt_FMT ":\n"

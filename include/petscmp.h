@@ -127,6 +127,7 @@ typedef struct {
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);
 PETSC_EXTERN PetscErrorCode PetscMPFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode PetscDLLibraryRegister_petscmp(void);
+PETSC_EXTERN const char    *PetscMPCompiledISA(void);
 
 PETSC_EXTERN PetscErrorCode MatAIJMPSetStorage(Mat, MatAIJMPStorage);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetStorage(Mat, MatAIJMPStorage *);

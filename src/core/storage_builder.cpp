@@ -292,9 +292,9 @@ void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bo
 
 // Values of block b in CSR order (the master's indices serve the products).
 template <typename S, typename Index>
-void fill_csr_order(const CsrView<Index> &csr, RowBlock &b, bool track, FormatStats &fs)
+void fill_csr_order(const CsrView<Index> &csr, RowBlock &b, bool track, FormatStats &fs, BufferPool &pool)
 {
-  b.values.resize_uninitialized(static_cast<std::size_t>(b.nnz) * sizeof(S));
+  pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
   S *out = b.values.as<S>();
   for (std::int64_t k = 0; k < b.row_count(); ++k) {
     const std::int64_t start = csr.rowptr[b.row(k)], n = csr.rowptr[b.row(k) + 1] - start;
@@ -304,12 +304,13 @@ void fill_csr_order(const CsrView<Index> &csr, RowBlock &b, bool track, FormatSt
 
 // Values and columns of block b written straight into slices (padding: value 0, column 0).
 template <typename S, typename Index>
-void fill_sliced(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, RowBlock &b, bool track, FormatStats &fs)
+void fill_sliced(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, RowBlock &b, bool track, FormatStats &fs,
+                 BufferPool &pool)
 {
   const std::int64_t nrows = b.row_count(), nslices = static_cast<std::int64_t>(offsets.size()) - 1;
-  b.values.resize_uninitialized(static_cast<std::size_t>(offsets.back()) * sizeof(S));
-  b.cols.allocate(static_cast<std::size_t>(offsets.back()));
-  b.row_lengths.allocate(static_cast<std::size_t>(nslices * kSliceRows));
+  pool.lend(b.values.buffer(), static_cast<std::size_t>(offsets.back()) * sizeof(S));
+  pool.lend(b.cols.buffer(), static_cast<std::size_t>(offsets.back()) * sizeof(std::int32_t));
+  pool.lend(b.row_lengths.buffer(), static_cast<std::size_t>(nslices * kSliceRows) * sizeof(std::int32_t));
   S *vals = b.values.as<S>();
   std::int32_t *cols = b.cols.data();
   const S zero       = encode_as<S>(0.0);
@@ -339,7 +340,7 @@ void fill_sliced(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, R
 // The layout decision (slices where the options allow them and padding is
 // small), then the values, written once, and the byte accounting.
 template <typename Index>
-void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCsr &out)
+void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCsr &out, BufferPool &pool)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
   if (layout == Layout::sliced && !narrow_columns)
@@ -353,8 +354,8 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCs
     }
     dispatch_format(b.format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      if (!offsets.empty()) fill_sliced<S>(csr, std::move(offsets), b, lossy, fs);
-      else fill_csr_order<S>(csr, b, lossy, fs);
+      if (!offsets.empty()) fill_sliced<S>(csr, std::move(offsets), b, lossy, fs, pool);
+      else fill_csr_order<S>(csr, b, lossy, fs, pool);
     });
     for (std::int64_t k = 0; k < b.row_count(); ++k) fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
     fs.nnz += b.nnz;
@@ -467,8 +468,18 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
 }
 
 template <typename Index>
-CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts)
+CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
+                                const StorageOptions &opts, CompactCsr *recycle)
 {
+  BufferPool pool;
+  if (recycle) {
+    for (RowBlock &b : recycle->blocks) {
+      pool.give(b.values.buffer());
+      pool.give(b.cols.buffer());
+      pool.give(b.row_lengths.buffer());
+    }
+    recycle->blocks.clear();
+  }
   check_view(csr);
   if (static_cast<Index>(row_formats.size()) != csr.nrows)
     throw StorageError("petscmp: one format per row is needed");
@@ -489,7 +500,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   if (runs.size() <= 1 && !mostly_empty) shape_runs(csr, runs, out);
   else if (fragmented || mostly_empty) shape_grouped(csr, row_formats, out);
   else shape_runs(csr, runs, out);
-  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), out);
+  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), out, pool);
   return out;
 }
 
@@ -544,18 +555,19 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
   return out;
 }
 
-template <typename Index> CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts)
+template <typename Index>
+CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr *recycle)
 {
   if (opts.mode == StorageMode::entrysplit) return build_entry_split(csr, opts);
-  return assemble_compact_csr(csr, choose_row_formats(std::vector<CsrView<Index>>{csr}, opts), opts);
+  return assemble_compact_csr(csr, choose_row_formats(std::vector<CsrView<Index>>{csr}, opts), opts, recycle);
 }
 
 #define PETSCMP_INSTANTIATE_BUILDER(Index)                                                                             \
   template AbsSum abs_value_sum<Index>(const CsrView<Index> &);                                                        \
   template std::vector<Format> choose_row_formats<Index>(const std::vector<CsrView<Index>> &, const StorageOptions &); \
   template CompactCsr assemble_compact_csr<Index>(const CsrView<Index> &, const std::vector<Format> &,                 \
-                                                  const StorageOptions &);                                             \
-  template CompactCsr build_compact_csr<Index>(const CsrView<Index> &, const StorageOptions &);                         \
+                                                  const StorageOptions &, CompactCsr *);                               \
+  template CompactCsr build_compact_csr<Index>(const CsrView<Index> &, const StorageOptions &, CompactCsr *);           \
   template CompactCsr build_entry_split<Index>(const CsrView<Index> &, const StorageOptions &);
 PETSCMP_INSTANTIATE_BUILDER(std::int32_t)
 PETSCMP_INSTANTIATE_BUILDER(std::int64_t)

@@ -55,3 +55,37 @@ PetscErrorCode PetscDLLibraryRegister_petscmp(void)
   PetscCall(PetscMPInitializePackage());
   PetscFunctionReturn(0);
 }
+
+/*@C
+   PetscMPCompiledISA - The instruction sets the petscmp kernels were compiled for (benchmarks print it)
+
+   Not Collective
+
+   Level: developer
+@*/
+const char *PetscMPCompiledISA(void)
+{
+  return "x86-64"
+#if defined(__AVX2__)
+         " AVX2"
+#endif
+#if defined(__FMA__)
+         " FMA(unused: -ffp-contract=off)"
+#endif
+#if defined(__F16C__)
+         " F16C"
+#endif
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+         " AVX-512(F,BW,VL)"
+#endif
+#if defined(__AVX512BF16__)
+         " AVX512-BF16"
+#endif
+#if defined(__AVX512FP16__)
+         " AVX512-FP16"
+#endif
+#if defined(_OPENMP)
+         " OpenMP"
+#endif
+      ;
+}

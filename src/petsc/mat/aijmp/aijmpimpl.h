@@ -135,6 +135,8 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s);
 PetscErrorCode SeqAIJMPKeyOf(Mat A, BuildKey &key);
 PetscErrorCode SeqAIJMPIsCurrent(Mat A, PetscBool *current);
 PetscErrorCode SeqAIJMPInvalidate(Mat A);
+// Moves A's compact copy (possibly stale) out, for its memory to be reused; A has none afterwards.
+PetscErrorCode SeqAIJMPTakeCompact(Mat A, std::unique_ptr<CompactCsr> &old);
 PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s);
 PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);

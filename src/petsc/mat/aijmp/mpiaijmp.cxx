@@ -91,15 +91,17 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, PetscObjectComm((PetscObject)A)));
     od.mean_abs_value = oo.mean_abs_value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   }
-  std::unique_ptr<CompactCsr> cd, co;
+  std::unique_ptr<CompactCsr> cd, co, old_d, old_o;
+  PetscCall(SeqAIJMPTakeCompact(Ad, old_d)); // their memory is reused
+  PetscCall(SeqAIJMPTakeCompact(Ao, old_o));
   PetscCall(guarded([&] {
     if (base.mode == StorageMode::entrysplit) {
       cd = std::make_unique<CompactCsr>(build_entry_split(vd, od));
       co = std::make_unique<CompactCsr>(build_entry_split(vo, oo));
     } else {
       const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<PetscInt>>{vd, vo}, od);
-      cd                                = std::make_unique<CompactCsr>(assemble_compact_csr(vd, formats, od));
-      co                                = std::make_unique<CompactCsr>(assemble_compact_csr(vo, formats, oo));
+      cd = std::make_unique<CompactCsr>(assemble_compact_csr(vd, formats, od, old_d.get()));
+      co = std::make_unique<CompactCsr>(assemble_compact_csr(vo, formats, oo, old_o.get()));
     }
   }));
   PetscCall(SeqAIJMPSetSettings(Ad, d->settings));

@@ -44,8 +44,10 @@ PetscErrorCode build_compact(Mat A)
   PetscCall(SeqAIJCsrView(A, view));
   StorageOptions opts = d->settings.opts;
   PetscCall(SeqAIJMPSumOrder(A, &opts.order));
+  std::unique_ptr<CompactCsr> old;
+  PetscCall(SeqAIJMPTakeCompact(A, old)); // its memory is reused
   PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
-  PetscCall(guarded([&] { compact = std::make_unique<CompactCsr>(build_compact_csr(view, opts)); }));
+  PetscCall(guarded([&] { compact = std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get())); }));
   PetscCall(PetscLogEventEnd(MATAIJMP_Build, A, 0, 0, 0));
   PetscCall(SeqAIJMPInstall(A, std::move(compact)));
   PetscFunctionReturn(0);
@@ -404,6 +406,14 @@ PetscErrorCode SeqAIJMPIsCurrent(Mat A, PetscBool *current)
   PetscFunctionBegin;
   PetscCall(SeqAIJMPKeyOf(A, key));
   *current = (data_of(A)->compact && !data_of(A)->values_dropped && key == data_of(A)->key) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqAIJMPTakeCompact(Mat A, std::unique_ptr<CompactCsr> &old)
+{
+  PetscFunctionBegin;
+  old = std::move(data_of(A)->compact);
+  PetscCall(SeqAIJMPInvalidate(A));
   PetscFunctionReturn(0);
 }
 

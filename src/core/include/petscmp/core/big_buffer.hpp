@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 #include <utility>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -65,6 +66,7 @@ public:
     capacity_ = size_ = 0;
   }
   std::size_t size() const { return size_; }
+  std::size_t capacity() const { return capacity_; }
   unsigned char *data() { return data_; }
   const unsigned char *data() const { return data_; }
   void swap(BigBuffer &o) noexcept
@@ -106,9 +108,39 @@ public:
   const T &operator[](std::size_t i) const { return data()[i]; }
   T &back() { return data()[size() - 1]; }
   const T &back() const { return data()[size() - 1]; }
+  BigBuffer &buffer() { return buffer_; }
 
 private:
   BigBuffer buffer_;
+};
+
+// Buffers of a copy being replaced, lent to the copy that replaces it: a
+// rebuild after a value change then writes into memory that is already
+// mapped (no page faults), and the memory in use does not double.
+class BufferPool {
+public:
+  void give(BigBuffer &b)
+  {
+    if (!b.capacity()) return;
+    free_.emplace_back();
+    free_.back().swap(b);
+  }
+  // target holds n bytes (undefined content): the smallest pooled buffer that
+  // is large enough, else a new allocation.
+  void lend(BigBuffer &target, std::size_t n)
+  {
+    std::size_t best = free_.size();
+    for (std::size_t i = 0; i < free_.size(); ++i)
+      if (free_[i].capacity() >= n && (best == free_.size() || free_[i].capacity() < free_[best].capacity())) best = i;
+    if (best < free_.size()) {
+      target.swap(free_[best]);
+      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+    }
+    target.allocate(n);
+  }
+
+private:
+  std::vector<BigBuffer> free_;
 };
 
 } // namespace petscmp

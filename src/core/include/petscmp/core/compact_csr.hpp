@@ -95,6 +95,7 @@ public:
   void resize_uninitialized(std::size_t n) { buffer_.allocate(n); }
   void release() { buffer_.release(); }
   std::size_t size() const { return buffer_.size(); }
+  BigBuffer &buffer() { return buffer_; }
   template <typename T> T *as() { return reinterpret_cast<T *>(buffer_.data()); }
   template <typename T> const T *as() const { return reinterpret_cast<const T *>(buffer_.data()); }
 
@@ -197,12 +198,16 @@ template <typename Index> AbsSum abs_value_sum(const CsrView<Index> &csr);
 template <typename Index>
 std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts, const StorageOptions &opts);
 
-// Builds the compact copy of one part with the given row formats.
+// Builds the compact copy of one part with the given row formats. The memory
+// of `recycle` (a copy being replaced, may be null) is reused and its blocks
+// are left empty.
 template <typename Index>
-CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts);
+CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
+                                const StorageOptions &opts, CompactCsr *recycle = nullptr);
 
 // Convenience: choose formats for a single matrix and assemble (any mode).
-template <typename Index> CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts);
+template <typename Index>
+CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr *recycle = nullptr);
 
 // Builds the entry split of one part.
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts);

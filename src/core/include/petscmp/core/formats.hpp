@@ -157,23 +157,31 @@ inline float encode(double v, float *)
 {
   return static_cast<float>(v);
 } // hardware RNE
-// fp16 and bf16: a value that fp32 holds exactly is rounded once, by the
-// hardware (F16C) or by rounding fp32's bits; both give the software
-// encoder's result (tests/core/test_formats.cpp checks this). Other values
-// would be rounded twice through fp32, so they take the software encoder.
+// fp16 and bf16 from a finite double in two steps without double rounding:
+// first to fp32 rounding to odd (toward zero, last bit set when inexact),
+// which keeps enough information for the second rounding, to nearest even
+// (fp32 has at least 13 more significand bits than either format, at every
+// magnitude where they differ), done by the hardware (F16C) or on fp32's bits.
+// The result is the software encoder's (tests/core/test_formats.cpp).
+inline float fp32_round_to_odd(double v)
+{
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) == v) return f;
+  std::uint32_t b = float_bits(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(v)) b -= 1u; // magnitude down one ulp: toward zero (f != 0 here)
+  return float_from_bits(b | 1u);
+}
 inline fp16_t encode(double v, fp16_t *)
 {
 #if defined(__F16C__)
-  const float f = static_cast<float>(v);
-  if (static_cast<double>(f) == v) return {static_cast<std::uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT))};
+  if (std::isfinite(v)) return {static_cast<std::uint16_t>(_cvtss_sh(fp32_round_to_odd(v), _MM_FROUND_TO_NEAREST_INT))};
 #endif
   return {static_cast<std::uint16_t>(detail::encode_ieee_rne<5, 10>(v))};
 }
 inline bf16_t encode(double v, bf16_t *)
 {
-  const float f = static_cast<float>(v);
-  if (static_cast<double>(f) == v && std::isfinite(f)) {
-    const std::uint32_t b = float_bits(f);
+  if (std::isfinite(v)) {
+    const std::uint32_t b = float_bits(fp32_round_to_odd(v));
     return {static_cast<std::uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16)};
   }
   return {static_cast<std::uint16_t>(detail::encode_ieee_rne<8, 7>(v))};
