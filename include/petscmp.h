@@ -106,6 +106,8 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  lossy               - whether the stored operator may differ from the assembled one
 .  kernel_parts[k]     - local blocks (one per rank serial, two with MPI) whose products are not decided yet (k = 0),
                          use PETSc's AIJ kernel (1) or the compact kernel (2); see `MatAIJMPSetKernel()`
+.  kernel_by_bytes     - of kernel_parts[1], the blocks that chose AIJ's kernel without timing: AIJ runs its inode kernel
+                         and the compact copy would read at least AIJ's bytes
 -  kernel_ms[k]        - serial, `MAT_AIJMP_KERNEL_AUTO` once decided: median time in ms of the timed AIJ (0) and
                          compact (1) products
 
@@ -121,6 +123,7 @@ typedef struct {
   PetscReal aij_bytes;
   PetscBool lossy;
   PetscInt64 kernel_parts[3];
+  PetscInt64 kernel_by_bytes;
   PetscReal kernel_ms[2];
 } MatAIJMPInfo;
 

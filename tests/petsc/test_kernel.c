@@ -129,9 +129,10 @@ static PetscErrorCode TestAuto(const TestMatOpts *o, ProductVecs *v, PetscInt64 
              "auto did not decide after 6 products: %" PetscInt64_FMT " undecided", info.kernel_parts[0]);
   PetscCall(CheckProducts(B, A, v, "auto, decided"));
 
-  /* values change (same pattern): the choice stays, the products follow the values */
-  PetscCall(MatScale(A, 3.0));
-  PetscCall(MatScale(B, 3.0));
+  /* values change (same pattern): the choice stays, the products follow the values (x2 keeps every row's
+     format, so the bytes test below still leaves the new pattern to timing) */
+  PetscCall(MatScale(A, 2.0));
+  PetscCall(MatScale(B, 2.0));
   PetscCall(CheckProducts(B, A, v, "auto, decided, after MatScale"));
   PetscCall(ExpectKernelParts(B, 0, info.kernel_parts[1], info.kernel_parts[2], "auto after MatScale"));
   /* the freed values are rebuilt when the compact kernel is forced afterwards */
@@ -188,6 +189,39 @@ static PetscErrorCode TestLossy(const TestMatOpts *o, ProductVecs *v, PetscInt64
   PetscFunctionReturn(0);
 }
 
+/* auto, lossless, values that need fp64: with inodes AIJ's kernel is chosen by bytes (no timing, no copy kept);
+   without inodes both kernels are timed. */
+static PetscErrorCode TestByBytes(const TestMatOpts *o_in, ProductVecs *v, PetscInt64 parts)
+{
+  TestMatOpts  o = *o_in;
+  Mat          A, B;
+  MatAIJMPInfo info;
+
+  PetscFunctionBeginUser;
+  o.valuekind = VAL_FP64;
+  for (int inode = 1; inode >= 0; inode--) {
+    o.inode = inode ? PETSC_TRUE : PETSC_FALSE;
+    PetscCall(CreatePair(&o, MAT_AIJMP_KERNEL_AUTO, MAT_AIJMP_LOSSLESS, &A, &B));
+    PetscCall(CheckMults(B, A, v, 1, "fp64 values, first product"));
+    PetscCall(MatAIJMPGetInfo(B, &info));
+    if (inode) {
+      /* every diagonal block (PETSc finds no inodes in MPIAIJ's off-diagonal blocks: those are timed) */
+      const PetscInt64 diag = parts == 1 ? 1 : parts / 2;
+      TEST_CHECK(PETSC_COMM_WORLD, info.kernel_by_bytes >= diag && info.kernel_parts[1] >= info.kernel_by_bytes,
+                 "inode matrix with fp64 values: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks chose AIJ by bytes",
+                 info.kernel_by_bytes, parts);
+    } else {
+      TEST_CHECK(PETSC_COMM_WORLD, info.kernel_by_bytes == 0 && info.kernel_parts[0] == parts,
+                 "no inodes: both kernels must be timed (%" PetscInt64_FMT " chose by bytes, %" PetscInt64_FMT " undecided)",
+                 info.kernel_by_bytes, info.kernel_parts[0]);
+    }
+    PetscCall(CheckProducts(B, A, v, inode ? "fp64 inode, AIJ by bytes" : "fp64 without inodes"));
+    PetscCall(MatDestroy(&A));
+    PetscCall(MatDestroy(&B));
+  }
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   TestMatOpts o;
@@ -221,6 +255,7 @@ int main(int argc, char **argv)
   PetscCall(TestForced(&o, &v, parts));
   PetscCall(TestAuto(&o, &v, parts));
   PetscCall(TestLossy(&o, &v, parts));
+  PetscCall(TestByBytes(&o, &v, parts));
 
   Vec *all[] = {&v.x, &v.y, &v.z, &v.yref, &v.xt, &v.yt, &v.zt, &v.ytref};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) PetscCall(VecDestroy(all[k]));

@@ -119,6 +119,8 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
                                      s.kernel == MAT_AIJMP_KERNEL_AIJ ? ": PETSc's AIJ kernel on the fp64 values" : ""));
   } else if (storage_mode_is_lossy(s.opts.mode)) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: compact (lossy storage)\n"));
+  } else if (parts == 1 && info.kernel_by_bytes) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: aij (AIJ's inode kernel reads fewer bytes than this copy would; not timed)\n"));
   } else if (parts == 1 && info.kernel_parts[0] == 0) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: %s (median of %d timed products: AIJ %.4g ms, compact %.4g ms)\n",
                                      info.kernel_parts[1] ? "aij" : "compact", KernelSelection::kSamples,
@@ -127,8 +129,8 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  kernel auto (the faster of AIJ's and the compact one, bitwise the same): of %" PetscInt64_FMT
                                      " local blocks, %" PetscInt64_FMT " use AIJ's, %" PetscInt64_FMT " the compact one, %" PetscInt64_FMT
-                                     " not decided yet\n",
-                                     parts, info.kernel_parts[1], info.kernel_parts[2], info.kernel_parts[0]));
+                                     " not decided yet (%" PetscInt64_FMT " chose AIJ's by bytes, untimed)\n",
+                                     parts, info.kernel_parts[1], info.kernel_parts[2], info.kernel_parts[0], info.kernel_by_bytes));
   }
   PetscFunctionReturn(0);
 }

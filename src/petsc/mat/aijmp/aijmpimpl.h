@@ -96,6 +96,8 @@ struct KernelSelection {
   PetscLogDouble seconds[2][kSamples];
   MatAIJMPKernel chosen = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
   PetscLogDouble median[2] = {0, 0};
+  bool bytes_checked = false; // choose_by_bytes ran for this pattern
+  bool by_bytes      = false; // AIJ chosen without timing: the copy would read more bytes
 };
 
 struct SeqAIJMP : ReplacedOps {

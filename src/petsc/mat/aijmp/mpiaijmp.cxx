@@ -159,6 +159,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
     }
     info->stored += part.stored;
     for (int k = 0; k < 3; ++k) info->kernel_parts[k] += part.kernel_parts[k];
+    info->kernel_by_bytes += part.kernel_by_bytes;
     info->bytes += part.bytes;
     info->aij_bytes += part.aij_bytes;
   }
@@ -171,9 +172,10 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
-  PetscInt64 counts[5] = {info->stored, info->sliced_rows, info->kernel_parts[0], info->kernel_parts[1],
-                          info->kernel_parts[2]};
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 5, MPIU_INT64, MPI_SUM, comm));
+  PetscInt64 counts[6] = {info->stored,          info->sliced_rows,     info->kernel_parts[0],
+                          info->kernel_parts[1], info->kernel_parts[2], info->kernel_by_bytes};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 6, MPIU_INT64, MPI_SUM, comm));
+  info->kernel_by_bytes = counts[5];
   info->stored      = counts[0];
   info->sliced_rows = counts[1];
   for (int k = 0; k < 3; ++k) info->kernel_parts[k] = counts[2 + k];

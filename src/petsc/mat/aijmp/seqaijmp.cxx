@@ -81,6 +81,38 @@ KernelSelection &selection_of(Mat A)
   return sel;
 }
 
+// Decides for AIJ's kernel without timing when the compact copy could only be
+// slower: it would read at least AIJ's bytes while AIJ runs its inode kernel
+// (one column index per node, 8 + 4/node size bytes per nonzero), which a
+// sliced copy with one index per value does not beat. Typical: FEM matrices
+// whose values need fp64. The row formats cost one pass at most, and a row
+// needing fp64 is found at its first such value.
+PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
+{
+  PetscInt nodes = 0, *sizes = nullptr, limit;
+  CsrView<PetscInt> view;
+  std::vector<Format> formats;
+
+  PetscFunctionBegin;
+  sel.bytes_checked = true;
+  PetscCall(MatInodeGetInodeSizes(A, &nodes, &sizes, &limit));
+  if (!sizes || nodes <= 0 || A->rmap->n == 0) PetscFunctionReturn(0); // no inode kernel: time both
+  PetscCall(SeqAIJCsrView(A, view));
+  PetscCall(guarded([&] { formats = choose_row_formats(std::vector<CsrView<PetscInt>>{view}, data_of(A)->settings.opts); }));
+  double compact = 0.0, nnz = 0.0;
+  for (PetscInt i = 0; i < view.nrows; ++i) {
+    const double n = static_cast<double>(view.rowptr[i + 1] - view.rowptr[i]);
+    compact += n * (static_cast<double>(format_bytes(formats[i])) + 4.0);
+    nnz += n;
+  }
+  const double aij = nnz * (8.0 + static_cast<double>(sizeof(PetscInt)) * nodes / static_cast<double>(view.nrows));
+  if (compact >= aij) {
+    sel.chosen    = MAT_AIJMP_KERNEL_AIJ;
+    sel.by_bytes  = true;
+  }
+  PetscFunctionReturn(0);
+}
+
 // The kernel of A's next product: AIJ or COMPACT.
 PetscErrorCode next_kernel(Mat A, Product product, MatAIJMPKernel *kernel)
 {
@@ -91,7 +123,8 @@ PetscErrorCode next_kernel(Mat A, Product product, MatAIJMPKernel *kernel)
   if (s.kernel != MAT_AIJMP_KERNEL_AUTO) *kernel = s.kernel;
   else if (!kernel_is_measured(s)) *kernel = MAT_AIJMP_KERNEL_COMPACT;
   else {
-    const KernelSelection &sel = selection_of(A);
+    KernelSelection &sel = selection_of(A);
+    if (!sel.bytes_checked) PetscCall(choose_by_bytes(A, sel));
     if (sel.chosen != MAT_AIJMP_KERNEL_AUTO) *kernel = sel.chosen;
     // transposes are not timed: AIJ's until mult has decided (no copy needed)
     else if (product == Product::transpose) *kernel = MAT_AIJMP_KERNEL_AIJ;
@@ -453,7 +486,11 @@ PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses)
   PetscCall(AIJMPReadOptionsLazily(A, s));
   if (s.kernel == MAT_AIJMP_KERNEL_AIJ) *uses = PETSC_FALSE;
   else if (!kernel_is_measured(s)) *uses = PETSC_TRUE;
-  else *uses = selection_of(A).chosen == MAT_AIJMP_KERNEL_AIJ ? PETSC_FALSE : PETSC_TRUE;
+  else {
+    KernelSelection &sel = selection_of(A);
+    if (!sel.bytes_checked) PetscCall(choose_by_bytes(A, sel));
+    *uses = sel.chosen == MAT_AIJMP_KERNEL_AIJ ? PETSC_FALSE : PETSC_TRUE;
+  }
   PetscFunctionReturn(0);
 }
 
@@ -467,6 +504,7 @@ PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info)
   else {
     const KernelSelection &sel = selection_of(A);
     info.kernel_parts[sel.chosen] += 1; // AUTO (0): not decided yet
+    info.kernel_by_bytes += sel.by_bytes ? 1 : 0;
     for (int k = 0; k < 2; ++k) info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.median[k]);
   }
   PetscFunctionReturn(0);
