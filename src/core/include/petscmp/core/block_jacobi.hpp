@@ -35,14 +35,25 @@ struct BlockPartition {
   int max_block_size() const;
 };
 
-// Supervariable agglomeration. Adjacent rows with identical column patterns
-// form a supervariable (split when longer than max_block_size); adjacent
-// supervariables are then merged greedily, in row order, while the block stays
-// within max_block_size. Limits: it is greedy and depends on the row ordering
-// (unknowns of one node must be numbered consecutively; a supervariable never
-// spans two blocks, so a block may be smaller than the maximum), and it sees
-// the pattern only, not the values.
+// Supervariable agglomeration: agglomerate(detect_pattern_runs(csr, max), max).
+// Adjacent rows with identical column patterns form a supervariable (split when
+// longer than max_block_size); adjacent supervariables are then merged greedily,
+// in row order, while the block stays within max_block_size. Limits: it is greedy
+// and depends on the row ordering (unknowns of one node must be numbered
+// consecutively; a supervariable never spans two blocks, so a block may be smaller
+// than the maximum), and it sees the pattern only, not the values.
 template <typename Index> BlockPartition detect_supervariable_blocks(const CsrView<Index> &csr, int max_block_size);
+// The supervariables alone: runs of adjacent rows with identical column patterns,
+// each at most max_block_size rows. In an FEM matrix these are its nodes (PETSc's
+// inodes, without their limit of 5 rows).
+template <typename Index> BlockPartition detect_pattern_runs(const CsrView<Index> &csr, int max_block_size);
+// Adjacent parts of `nodes` merged greedily, in order, while a block stays within
+// max_block_size. A node is never split: one larger than the maximum is a block
+// of its own.
+BlockPartition agglomerate(const BlockPartition &nodes, int max_block_size);
+// True when the runs of `runs` are nodes worth keeping whole: on average longer
+// than one row by PETSc's inode criterion (at most 90% as many runs as rows).
+bool runs_are_nodes(const BlockPartition &runs);
 // Blocks of one size (the last may be shorter when nrows is not a multiple).
 BlockPartition uniform_partition(std::int64_t nrows, int block_size);
 // Blocks of the given sizes; throws StorageError when a size is outside
