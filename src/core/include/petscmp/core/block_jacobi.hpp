@@ -142,11 +142,29 @@ struct BlockGroup {
 
 inline constexpr int kDefaultGroupBlocks = 8;
 
+// Bytes that start on a cache line (64 bytes): with groups of 8 blocks, the fp64
+// columns of small blocks then fill whole lines, and no 64-byte load of them
+// splits across two (malloc's 16-byte alignment would split every one).
+class CacheLineBytes {
+public:
+  void resize(std::size_t n) { lines_.assign((n + 63) / 64, Line{}); bytes_ = n; }
+  std::size_t size() const { return bytes_; }
+  template <typename T> T *as() { return reinterpret_cast<T *>(lines_.data()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(lines_.data()); }
+
+private:
+  struct alignas(64) Line {
+    std::uint8_t b[64];
+  };
+  std::vector<Line> lines_;
+  std::size_t bytes_ = 0;
+};
+
 struct BlockJacobiStorage {
   std::int64_t nrows = 0;
   std::vector<BlockGroup> groups;
   std::vector<std::uint8_t> block_format; // the one-byte format tag of every block
-  AlignedBytes values;
+  CacheLineBytes values;
   std::int64_t fp64_bytes() const; // the same blocks all stored in fp64
   std::int64_t value_bytes() const { return static_cast<std::int64_t>(values.size()); }
 };
