@@ -152,16 +152,24 @@ PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATA
 /*E
    PCAPBJacobiBlocks - how `PCAPBJACOBI` finds its diagonal blocks
 
-$  PC_APBJACOBI_BLOCKS_SUPERVARIABLE - adjacent rows with identical patterns, agglomerated up to the maximum block size
-(default) $  PC_APBJACOBI_BLOCKS_MATBLOCKSIZE  - blocks of `MatGetBlockSize()` $  PC_APBJACOBI_BLOCKS_VARIABLE      -
-the blocks given with `MatSetVariableBlockSizes()`
+$  PC_APBJACOBI_BLOCKS_SUPERVARIABLE - adjacent nodes (point blocks, else rows with identical patterns) agglomerated
+$                                      up to the maximum block size
+$  PC_APBJACOBI_BLOCKS_MATBLOCKSIZE  - blocks of `MatGetBlockSize()`
+$  PC_APBJACOBI_BLOCKS_VARIABLE      - the blocks given with `MatSetVariableBlockSizes()`
+$  PC_APBJACOBI_BLOCKS_AUTO          - (default) the matrix's nodes, never agglomerated: the point blocks when the
+$                                      block size is larger than 1, else the variable block sizes, else runs of rows
+$                                      with identical patterns (inodes) when there are any, else supervariables
+
+   Note:
+   `PC_APBJACOBI_BLOCKS_AUTO` is last so that the values of the other three stay those of earlier releases.
 
    Level: beginner
 E*/
 typedef enum {
   PC_APBJACOBI_BLOCKS_SUPERVARIABLE,
   PC_APBJACOBI_BLOCKS_MATBLOCKSIZE,
-  PC_APBJACOBI_BLOCKS_VARIABLE
+  PC_APBJACOBI_BLOCKS_VARIABLE,
+  PC_APBJACOBI_BLOCKS_AUTO
 } PCAPBJacobiBlocks;
 PETSC_EXTERN const char *const PCAPBJacobiBlocksTypes[];
 

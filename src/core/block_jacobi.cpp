@@ -39,26 +39,46 @@ void check_block_size(int size)
 
 } // namespace
 
-template <typename Index> BlockPartition detect_supervariable_blocks(const CsrView<Index> &csr, int max_block_size)
+template <typename Index> BlockPartition detect_pattern_runs(const CsrView<Index> &csr, int max_block_size)
 {
   check_block_size(max_block_size);
   const std::int64_t n = csr.nrows;
   BlockPartition p;
-  std::int64_t block_begin = 0;
-  std::int64_t row         = 0;
+  std::int64_t row = 0;
   while (row < n) {
-    // the supervariable starting at row: identical patterns, at most max_block_size rows
     std::int64_t end = row + 1;
     while (end < n && end - row < max_block_size && same_pattern(csr, row, end))
       ++end;
-    if (end - block_begin > max_block_size) { // does not fit: close the block before it
-      p.offsets.push_back(row);
-      block_begin = row;
-    }
+    p.offsets.push_back(end);
     row = end;
   }
-  if (n > 0) p.offsets.push_back(n);
   return p;
+}
+
+BlockPartition agglomerate(const BlockPartition &nodes, int max_block_size)
+{
+  check_block_size(max_block_size);
+  BlockPartition p;
+  std::int64_t block_begin = 0;
+  for (std::int64_t k = 0; k < nodes.block_count(); ++k) {
+    const std::int64_t begin = nodes.offsets[k], end = nodes.offsets[k + 1];
+    if (begin > block_begin && end - block_begin > max_block_size) { // does not fit: close the block before it
+      p.offsets.push_back(begin);
+      block_begin = begin;
+    }
+  }
+  if (nodes.row_count() > 0) p.offsets.push_back(nodes.row_count());
+  return p;
+}
+
+template <typename Index> BlockPartition detect_supervariable_blocks(const CsrView<Index> &csr, int max_block_size)
+{
+  return agglomerate(detect_pattern_runs(csr, max_block_size), max_block_size);
+}
+
+bool runs_are_nodes(const BlockPartition &runs)
+{
+  return runs.row_count() > 0 && 10 * runs.block_count() <= 9 * runs.row_count();
 }
 
 BlockPartition uniform_partition(std::int64_t nrows, int block_size)
@@ -401,6 +421,8 @@ double stored_entry(const BlockJacobiStorage &s, const BlockGroup &g, int i, int
 
 template BlockPartition detect_supervariable_blocks<std::int32_t>(const CsrView<std::int32_t> &, int);
 template BlockPartition detect_supervariable_blocks<std::int64_t>(const CsrView<std::int64_t> &, int);
+template BlockPartition detect_pattern_runs<std::int32_t>(const CsrView<std::int32_t> &, int);
+template BlockPartition detect_pattern_runs<std::int64_t>(const CsrView<std::int64_t> &, int);
 template InvertedBlocks invert_diagonal_blocks<std::int32_t>(const CsrView<std::int32_t> &, const BlockPartition &);
 template InvertedBlocks invert_diagonal_blocks<std::int64_t>(const CsrView<std::int64_t> &, const BlockPartition &);
 

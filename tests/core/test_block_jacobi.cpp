@@ -551,6 +551,45 @@ TEST(BlockJacobiDetection, LongSupervariableIsSplit)
     EXPECT_TRUE(std::find(q.offsets.begin(), q.offsets.end(), node) != q.offsets.end()) << node;
 }
 
+TEST(BlockJacobiDetection, PatternRunsAreTheNodes)
+{
+  // nodes of 2, 3, 1, 2 rows: the runs are exactly the nodes, never merged
+  const BlockCsr m = node_chain(8, {2, 3, 1, 2});
+  EXPECT_EQ(sizes_of(detect_pattern_runs(m.view(), 32)), (std::vector<int>{2, 3, 1, 2, 2, 3, 1, 2}));
+  EXPECT_TRUE(runs_are_nodes(detect_pattern_runs(m.view(), 32))); // 8 runs for 16 rows
+  // max 2 splits the nodes of 3
+  EXPECT_EQ(sizes_of(detect_pattern_runs(m.view(), 2)), (std::vector<int>{2, 2, 1, 1, 2, 2, 2, 1, 1, 2}));
+  // scalar rows (every pattern differs): no nodes, by PETSc's inode rule (runs > 90% of the rows)
+  const BlockCsr scalar = node_chain(20, {1});
+  EXPECT_EQ(detect_pattern_runs(scalar.view(), 32).block_count(), 20);
+  EXPECT_FALSE(runs_are_nodes(detect_pattern_runs(scalar.view(), 32)));
+  // one node of 2 among 9 scalar rows: 10 runs of 11 rows (over 90%), not nodes; 17 runs of 20 rows are
+  const BlockCsr few = node_chain(10, {1, 1, 1, 1, 1, 1, 1, 1, 1, 2});
+  EXPECT_EQ(detect_pattern_runs(few.view(), 32).block_count(), 10);
+  EXPECT_FALSE(runs_are_nodes(detect_pattern_runs(few.view(), 32)));
+  EXPECT_TRUE(runs_are_nodes(detect_pattern_runs(node_chain(17, {1, 1, 1, 1, 2}).view(), 32)));
+  EXPECT_FALSE(runs_are_nodes(BlockPartition{}));
+}
+
+TEST(BlockJacobiDetection, AgglomerateKeepsNodesWhole)
+{
+  // point blocks of 3 (a matrix block size) agglomerated: multiples of 3 only, like the supervariables
+  const BlockPartition nodes = uniform_partition(75, 3);
+  EXPECT_EQ(sizes_of(agglomerate(nodes, 32)), (std::vector<int>{30, 30, 15}));
+  EXPECT_EQ(sizes_of(agglomerate(nodes, 8)).front(), 6);
+  EXPECT_EQ(sizes_of(agglomerate(nodes, 3)), std::vector<int>(25, 3));
+  // a node larger than the maximum stays one block, its neighbours are not merged into it
+  const std::int64_t s[] = {1, 5, 1, 1};
+  EXPECT_EQ(sizes_of(agglomerate(partition_from_sizes(s, 4, 8), 2)), (std::vector<int>{1, 5, 2}));
+  // the supervariable blocks are the agglomerated pattern runs
+  const BlockCsr m = node_chain(30, {2, 3, 1, 2, 5});
+  for (int maxb : {1, 4, 7, 32})
+    EXPECT_EQ(detect_supervariable_blocks(m.view(), maxb).offsets,
+              agglomerate(detect_pattern_runs(m.view(), maxb), maxb).offsets)
+        << maxb;
+  EXPECT_EQ(agglomerate(BlockPartition{}, 4).block_count(), 0);
+}
+
 TEST(BlockJacobiDetection, Int64IndicesGiveTheSameResults)
 {
   const BlockCsr m = node_chain(30, {2, 3, 1, 2, 5});

@@ -374,6 +374,84 @@ TEST(BlockJacobiApplyOpenmp, FewerBlocksThanThreads)
   }
 }
 
+// Small blocks (1 to 8 rows) take their own kernels: 8 rows of several blocks per
+// register, whole groups of 8 blocks streamed in storage order, partial groups and
+// the vector's last rows with masks. Every size, every format alone and mixed, block
+// counts that leave every remainder, group sizes that are and are not 8.
+TEST(BlockJacobiApplyOpenmp, SmallBlocksEverySizeFormatAndRemainder)
+{
+  std::mt19937_64 rng(71);
+  for (int n = 1; n <= 8; ++n)
+    for (int nblocks : {1, 2, 7, 8, 9, 16, 8 * 5 + 3, 8 * 7 + 5}) {
+      SCOPED_TRACE("block size " + std::to_string(n) + ", blocks " + std::to_string(nblocks));
+      std::vector<Dense> blocks;
+      for (int k = 0; k < nblocks; ++k)
+        blocks.push_back(dominant_block(n, rng));
+      const Problem p = make_problem(std::move(blocks), 9);
+      ASSERT_EQ(p.inverted.failed_blocks, 0);
+      for (Format f : kFormats) {
+        SCOPED_TRACE(format_name(f));
+        for (int gb : {1, 3, kDefaultGroupBlocks, 13})
+          compare_openmp(pack_block_jacobi(p.inverted, std::vector<Format>(static_cast<std::size_t>(nblocks), f), gb),
+                         47);
+      }
+      for (int gb : {5, kDefaultGroupBlocks})
+        compare_openmp(pack_block_jacobi(p.inverted, random_formats(static_cast<std::size_t>(nblocks), rng), gb), 53);
+    }
+}
+
+// Runs of different small sizes and formats one after another (the kernels switch
+// between runs of groups), and large blocks mixed in.
+TEST(BlockJacobiApplyOpenmp, SmallBlocksMixedSizes)
+{
+  std::mt19937_64 rng(73);
+  std::vector<Dense> blocks;
+  std::int64_t rows = 0;
+  while (rows < 20000) {
+    const int n   = rng() % 10 == 0 ? 9 + static_cast<int>(rng() % 24) : 1 + static_cast<int>(rng() % 8);
+    const int len = 1 + static_cast<int>(rng() % 30);
+    for (int k = 0; k < len; ++k, rows += n)
+      blocks.push_back(dominant_block(n, rng));
+  }
+  const Problem p = make_problem(std::move(blocks), 10);
+  ASSERT_EQ(p.inverted.failed_blocks, 0);
+  for (int gb : {1, 6, kDefaultGroupBlocks, 16}) {
+    SCOPED_TRACE("group_blocks " + std::to_string(gb));
+    compare_openmp(pack_block_jacobi(p.inverted, random_formats(p.blocks.size(), rng), gb), 59);
+  }
+  FormatSelection sel;
+  compare_openmp(pack_block_jacobi(p.inverted, select_block_formats(p.inverted, sel)), 61);
+}
+
+// Zeros in x: each sum starts from +0.0 as in the reference, so a block whose
+// products are all -0.0 gives +0.0 (a kernel starting from its first product
+// would give -0.0 and differ bitwise).
+TEST(BlockJacobiApplyOpenmp, ZeroSumsHaveTheReferenceSign)
+{
+  std::mt19937_64 rng(79);
+  for (int n = 1; n <= 8; ++n) {
+    std::vector<Dense> blocks;
+    for (int k = 0; k < 21; ++k)
+      blocks.push_back(dominant_block(n, rng));
+    const Problem p = make_problem(std::move(blocks), 11);
+    for (Format f : kFormats) {
+      const BlockJacobiStorage s = pack_block_jacobi(p.inverted, std::vector<Format>(p.blocks.size(), f));
+      std::vector<double> x      = random_vector(static_cast<std::size_t>(s.nrows), 83);
+      for (std::size_t i = 0; i < x.size(); i += 2)
+        x[i] = 0.0;
+      for (std::size_t i = 0; i < x.size(); ++i) // whole blocks of zeros, every third block
+        if ((i / static_cast<std::size_t>(n)) % 3 == 0) x[i] = (i & 1) ? 0.0 : -0.0;
+      for (bool transpose : {false, true}) {
+        std::vector<double> ref(x.size(), kNaN), y(x.size(), kNaN);
+        reference::block_jacobi_apply(s, x.data(), ref.data(), transpose);
+        openmp::block_jacobi_apply(s, x.data(), y.data(), transpose, 1);
+        expect_same(y, ref, "zeros");
+        EXPECT_TRUE(same(ref[0], 0.0)) << "n " << n; // -0.0 would have another bit pattern
+      }
+    }
+  }
+}
+
 // =================================================================================
 // 9. End-to-end accuracy
 // =================================================================================

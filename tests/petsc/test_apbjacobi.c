@@ -10,7 +10,9 @@
    4. re-setup: values scaled by 2 (same pattern) give y/2 bit for bit; a changed pattern equals a fresh PC;
    5. MATAIJMP, MATBAIJ (converted) and MATAIJ operators give the same apply bit for bit;
    6. a singular block and a NaN block stop CG with KSP_DIVERGED_PC_FAILED on every rank;
-   7. a rank with no rows works.
+   7. a rank with no rows works;
+   8. the default (auto) partition is the 3x3 nodes, with block size 3 and, from the pattern, without;
+   9. CG with the default apbjacobi takes at most 2% more iterations than with PCPBJACOBI.
    Options: -m <grid nodes per side> -range <scale exponent range> -accuracy <a> -empty_rank1 -failures <bool>
    -failures_only -test_bound_scale <s> (negative control). */
 #include "petscmp_test.h"
@@ -24,6 +26,7 @@ typedef struct {
   PetscInt nan_node;     /* node with a NaN diagonal (-1: none) */
   PetscInt extra_entry;  /* node given an extra coupling to node + 2 (changes the pattern; -1: none) */
   PetscBool empty_rank1; /* rank 1 owns no rows */
+  PetscInt block_size;   /* MatSetBlockSize (1: none, the nodes are then only in the pattern) */
   MatType type;
 } Problem;
 
@@ -54,7 +57,7 @@ static PetscErrorCode BuildMatrix(MPI_Comm comm, const Problem *p, Mat *A)
   PetscCall(MatCreate(comm, A));
   PetscCall(MatSetSizes(*A, n, n, N, N));
   PetscCall(MatSetType(*A, p->type));
-  PetscCall(MatSetBlockSize(*A, 3));
+  PetscCall(MatSetBlockSize(*A, p->block_size));
   PetscCall(MatSetFromOptions(*A));
   PetscCall(MatSetUp(*A));
   PetscCall(MatSetOption(*A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
@@ -93,16 +96,23 @@ static PetscErrorCode BuildMatrix(MPI_Comm comm, const Problem *p, Mat *A)
   PetscFunctionReturn(0);
 }
 
-static PetscErrorCode CreatePC(Mat A, PCType type, PCAPBJacobiFormats formats, PetscReal accuracy, PC *pc)
+static PetscErrorCode CreatePCBlocks(Mat A, PCType type, PCAPBJacobiBlocks blocks, PCAPBJacobiFormats formats,
+                                     PetscReal accuracy, PC *pc)
 {
   PetscFunctionBeginUser;
   PetscCall(PCCreate(PetscObjectComm((PetscObject)A), pc));
   PetscCall(PCSetType(*pc, type));
   PetscCall(PCSetOperators(*pc, A, A));
-  PetscCall(PCAPBJacobiSetFormats(*pc, formats)); /* ignored by other PC types */
+  PetscCall(PCAPBJacobiSetBlocks(*pc, blocks)); /* ignored by other PC types */
+  PetscCall(PCAPBJacobiSetFormats(*pc, formats));
   PetscCall(PCAPBJacobiSetAccuracy(*pc, accuracy));
   PetscCall(PCSetUp(*pc));
   PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CreatePC(Mat A, PCType type, PCAPBJacobiFormats formats, PetscReal accuracy, PC *pc)
+{
+  return CreatePCBlocks(A, type, PC_APBJACOBI_BLOCKS_AUTO, formats, accuracy, pc);
 }
 
 static PetscErrorCode RandomVec(Mat A, unsigned seed, Vec *x)
@@ -279,7 +289,8 @@ static PetscErrorCode CheckTransposeNonsymmetric(const Problem *p0)
   p.extra_entry = 0; /* node 0 couples to node 2: inside the first block when blocks hold >= 3 nodes */
   PetscCall(BuildMatrix(comm, &p, &A));
   PetscCall(MatSetOption(A, MAT_SYMMETRIC, PETSC_FALSE));
-  PetscCall(CreatePC(A, PCAPBJACOBI, PC_APBJACOBI_FORMATS_ALL, 1e-2, &pc));
+  /* supervariable blocks of 10 nodes: the auto default's 3x3 blocks would not contain the coupling */
+  PetscCall(CreatePCBlocks(A, PCAPBJACOBI, PC_APBJACOBI_BLOCKS_SUPERVARIABLE, PC_APBJACOBI_FORMATS_ALL, 1e-2, &pc));
   PetscCall(MatCreateVecs(A, &ei, NULL));
   PetscCall(VecDuplicate(ei, &ej));
   PetscCall(VecDuplicate(ei, &yi));
@@ -431,6 +442,101 @@ static PetscErrorCode CheckFailure(const Problem *p0, PetscBool nan)
   PetscFunctionReturn(0);
 }
 
+/* Local blocks of the default (auto) partition on a matrix built with block size bs: their sizes, and how many. */
+static PetscErrorCode AutoBlocks(const Problem *p0, PetscInt bs, PetscInt *nblocks, PetscInt *nsize3,
+                                 PCAPBJacobiBlocks *blocks)
+{
+  Problem q = *p0;
+  Mat A;
+  PC pc;
+  PCAPBJacobiInfo info;
+
+  PetscFunctionBeginUser;
+  q.block_size = bs;
+  PetscCall(BuildMatrix(PETSC_COMM_WORLD, &q, &A));
+  PetscCall(PCCreate(PETSC_COMM_WORLD, &pc)); /* no PCAPBJacobiSetBlocks: the default */
+  PetscCall(PCSetType(pc, PCAPBJACOBI));
+  PetscCall(PCSetOperators(pc, A, A));
+  PetscCall(PCSetUp(pc));
+  PetscCall(PCAPBJacobiGetBlocks(pc, blocks));
+  PetscCall(PCAPBJacobiGetInfo(pc, &info));
+  *nblocks = (PetscInt)info.blocks;
+  *nsize3  = (PetscInt)info.blocks_of_size[3];
+  PetscCall(PCDestroy(&pc));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(0);
+}
+
+/* 8: the default partition is the nodes: 3x3 point blocks from the block size, and the same from the pattern
+   (the rows of a node share one, like PETSc's inodes) when the matrix has no block size. */
+static PetscErrorCode CheckAutoPartition(const Problem *p)
+{
+  MPI_Comm comm       = PETSC_COMM_WORLD;
+  const PetscInt want = p->m * p->m;
+  PetscInt nblocks, n3;
+  PCAPBJacobiBlocks blocks;
+
+  PetscFunctionBeginUser;
+  PetscCall(AutoBlocks(p, 3, &nblocks, &n3, &blocks));
+  TEST_CHECK(comm, blocks == PC_APBJACOBI_BLOCKS_AUTO, "the default blocks are %s, not auto", PCAPBJacobiBlocksTypes[blocks]);
+  TEST_CHECK(comm, nblocks == want && n3 == want,
+             "auto, block size 3: %" PetscInt_FMT " blocks, %" PetscInt_FMT " of size 3; expected %" PetscInt_FMT " 3x3",
+             nblocks, n3, want);
+  PetscCall(AutoBlocks(p, 1, &nblocks, &n3, &blocks));
+  TEST_CHECK(comm, nblocks == want && n3 == want,
+             "auto, no block size (nodes from the pattern): %" PetscInt_FMT " blocks, %" PetscInt_FMT
+             " of size 3; expected %" PetscInt_FMT " 3x3",
+             nblocks, n3, want);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode SolveIterations(Mat A, PCType type, PetscInt *its)
+{
+  KSP ksp;
+  PC pc;
+  Vec b, x;
+  KSPConvergedReason reason;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreateVecs(A, &x, &b));
+  PetscCall(VecSet(b, 1.0));
+  PetscCall(KSPCreate(PetscObjectComm((PetscObject)A), &ksp));
+  PetscCall(KSPSetOperators(ksp, A, A));
+  PetscCall(KSPSetType(ksp, KSPCG));
+  PetscCall(KSPSetNormType(ksp, KSP_NORM_UNPRECONDITIONED));
+  PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 10000));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, type));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(KSPGetIterationNumber(ksp, its));
+  PetscCall(KSPGetConvergedReason(ksp, &reason));
+  TEST_CHECK(PetscObjectComm((PetscObject)A), reason > 0, "CG with %s did not converge: reason %d", type, (int)reason);
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&b));
+  PetscCall(KSPDestroy(&ksp));
+  PetscFunctionReturn(0);
+}
+
+/* 9: CG with the default apbjacobi takes at most 2% more iterations than with PCPBJACOBI (block size 3). */
+static PetscErrorCode CheckAutoIterations(const Problem *p)
+{
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  Mat A;
+  PetscInt its_pb, its_apbj;
+
+  PetscFunctionBeginUser;
+  PetscCall(BuildMatrix(comm, p, &A));
+  PetscCall(SolveIterations(A, PCPBJACOBI, &its_pb));
+  PetscCall(SolveIterations(A, PCAPBJACOBI, &its_apbj));
+  PetscCall(PetscPrintf(comm, "CG iterations: pbjacobi %" PetscInt_FMT ", apbjacobi (default) %" PetscInt_FMT "\n", its_pb,
+                        its_apbj));
+  TEST_CHECK(comm, its_apbj <= its_pb + its_pb / 50,
+             "apbjacobi (default) took %" PetscInt_FMT " CG iterations, pbjacobi %" PetscInt_FMT " (allowed +2%%)",
+             its_apbj, its_pb);
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   Problem p          = {.m           = 12,
@@ -439,6 +545,7 @@ int main(int argc, char **argv)
                         .nan_node    = -1,
                         .extra_entry = -1,
                         .empty_rank1 = PETSC_FALSE,
+                        .block_size  = 3,
                         .type        = MATAIJ};
   PetscReal accuracy = 1e-2;
   PetscBool failures = PETSC_TRUE, failures_only = PETSC_FALSE;
@@ -461,6 +568,8 @@ int main(int argc, char **argv)
     PetscCall(CheckTransposeNonsymmetric(&p));
     PetscCall(CheckResetup(&p));
     PetscCall(CheckMatTypes(&p));
+    PetscCall(CheckAutoPartition(&p));
+    PetscCall(CheckAutoIterations(&p));
   }
   if (failures) {
     PetscCall(CheckFailure(&p, PETSC_FALSE));

@@ -1,13 +1,21 @@
-// OpenMP block-Jacobi apply. Groups are split among threads. With AVX-512 each
-// block keeps its sums in registers and adds column after column, decoded 8
-// values at a time straight into registers; without, the same per block through
-// a small buffer. Either way each sum adds its terms in increasing column order
-// from 0.0, so results are the reference's bit for bit, for any group size.
+// OpenMP block-Jacobi apply. Groups are split among threads; each thread walks
+// its groups in runs of one format and one block size, so the format and size
+// are dispatched once per run, not once per group. Blocks of 1 to 8 rows take
+// the small-block kernels (block_jacobi_small.hpp: 8 rows of several blocks per
+// register). Larger blocks, with AVX-512: each block keeps its sums in registers
+// and adds column after column, decoded 8 values at a time straight into
+// registers; without, the same per block through a small buffer. Either way each
+// sum adds its terms in increasing column order from 0.0, so results are the
+// reference's bit for bit, for any group size.
 #include <algorithm>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "../block_jacobi_apply.hpp"
 #include "../omp.hpp"
 #include "../spmv.hpp"
+#include "block_jacobi_small.hpp"
 #include "petscmp/core/accessor.hpp"
 
 namespace petscmp {
@@ -113,23 +121,86 @@ void apply_group_transpose(const BlockJacobiStorage &M, const BlockGroup &g, con
   }
 }
 
+template <typename S> const S *group_values(const BlockJacobiStorage &M, const BlockGroup &g)
+{
+  return M.values.as<S>() + g.byte_offset / static_cast<std::int64_t>(sizeof(S));
+}
+
+// Groups [g, end) of one format S and one block size N <= 8.
+template <int N, typename S>
+void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x,
+                     double *y, bool transpose)
+{
+  for (; g != end; ++g) {
+    if (transpose)
+      small_blocks::apply_group_transpose<N>(group_values<S>(M, *g), g->nblocks, x + g->row_begin, y + g->row_begin);
+    else
+      small_blocks::apply_group<N>(group_values<S>(M, *g), g->nblocks, x + g->row_begin, y + g->row_begin,
+                                   M.nrows - g->row_begin);
+  }
+}
+
+template <typename S>
+void apply_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x, double *y,
+               bool transpose)
+{
+  switch (g->block_size) {
+  case 1:
+    return apply_small_run<1, S>(M, g, end, x, y, transpose);
+  case 2:
+    return apply_small_run<2, S>(M, g, end, x, y, transpose);
+  case 3:
+    return apply_small_run<3, S>(M, g, end, x, y, transpose);
+  case 4:
+    return apply_small_run<4, S>(M, g, end, x, y, transpose);
+  case 5:
+    return apply_small_run<5, S>(M, g, end, x, y, transpose);
+  case 6:
+    return apply_small_run<6, S>(M, g, end, x, y, transpose);
+  case 7:
+    return apply_small_run<7, S>(M, g, end, x, y, transpose);
+  case 8:
+    return apply_small_run<8, S>(M, g, end, x, y, transpose);
+  default:
+    for (; g != end; ++g) {
+      if (transpose)
+        apply_group_transpose<S>(M, *g, x, y);
+      else
+        apply_group<S>(M, *g, x, y);
+    }
+  }
+}
+
+// Groups [first, last): runs of one format and block size, each dispatched once.
+void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t last, const double *x, double *y,
+                  bool transpose)
+{
+  const BlockGroup *g = M.groups.data() + first, *const stop = M.groups.data() + last;
+  while (g != stop) {
+    const BlockGroup *end = g + 1;
+    while (end != stop && end->format == g->format && end->block_size == g->block_size)
+      ++end;
+    dispatch_format(g->format, [&](auto tag) { apply_run<typename decltype(tag)::type>(M, g, end, x, y, transpose); });
+    g = end;
+  }
+}
+
 } // namespace
 
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads)
 {
   const std::int64_t ngroups    = static_cast<std::int64_t>(M.groups.size());
   [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
-PETSCMP_OMP(omp parallel for schedule(static) num_threads(nt) if (nt > 1))
-for (std::int64_t gi = 0; gi < ngroups; ++gi) {
-  const BlockGroup &g = M.groups[gi];
-  dispatch_format(g.format, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    if (transpose)
-      apply_group_transpose<S>(M, g, x, y);
-    else
-      apply_group<S>(M, g, x, y);
-  });
-}
+  PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
+  {
+    int t = 0, count = 1;
+#if defined(_OPENMP)
+    t     = omp_get_thread_num();
+    count = omp_get_num_threads();
+#endif
+    // contiguous shares of the groups, like schedule(static)
+    apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose);
+  }
 }
 
 } // namespace openmp

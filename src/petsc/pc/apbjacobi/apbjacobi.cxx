@@ -1,6 +1,7 @@
 // PCAPBJACOBI: adaptive-precision block-Jacobi. Thin glue: blocks, inverses,
 // formats and storage come from core/block_jacobi; the apply from the kernels.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -13,8 +14,9 @@
 #include "petscmpglue.h"
 #include "spmv.hpp"
 
-const char *const PCAPBJacobiBlocksTypes[]  = {"supervariable",     "matblocksize",         "variable",
-                                               "PCAPBJacobiBlocks", "PC_APBJACOBI_BLOCKS_", nullptr};
+const char *const PCAPBJacobiBlocksTypes[]  = {"supervariable", "matblocksize",      "variable",
+                                               "auto",          "PCAPBJacobiBlocks", "PC_APBJACOBI_BLOCKS_",
+                                               nullptr};
 const char *const PCAPBJacobiFormatsTypes[] = {"all",
                                                "ieee",
                                                "range_preserving",
@@ -35,13 +37,15 @@ namespace {
 struct APBJacobi {
   // settings
   PetscInt max_block_size    = kMaxBlockSize;
-  PCAPBJacobiBlocks blocks   = PC_APBJACOBI_BLOCKS_SUPERVARIABLE;
+  PCAPBJacobiBlocks blocks   = PC_APBJACOBI_BLOCKS_AUTO;
   PetscReal accuracy         = 1e-2;
   PCAPBJacobiFormats formats = PC_APBJACOBI_FORMATS_ALL;
   PetscInt nthreads          = 0; // 0: openmp::default_thread_count()
   // state of the last setup
   BlockPartition partition;
   bool partition_valid = false; // detected for the current nonzero pattern and settings
+  bool from_pattern    = false; // the partition came from the pattern (reused while it stays the same)
+  char rule[128]       = "";    // how the partition was chosen, for the view
   std::vector<PetscInt> local_sizes;
   std::unique_ptr<BlockJacobiStorage> storage;
   Mat converted = nullptr; // the local block as SeqAIJ when it is another type
@@ -119,36 +123,127 @@ PetscErrorCode LocalCsr(PC pc, CsrView<PetscInt> &csr)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode DetectBlocks(PC pc, const CsrView<PetscInt> &csr)
+// Point blocks of the matrix block size bs (MatGetBlockSize); *found false when bs is 1 or, unless required,
+// larger than kMaxBlockSize.
+PetscErrorCode BlocksFromBlockSize(PC pc, PetscInt nrows, bool required, bool *found)
 {
   APBJacobi *jac = Data(pc);
-  PetscInt bs, nblocks;
+  PetscInt bs;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetBlockSize(pc->pmat, &bs));
+  PetscCheck(!required || (bs >= 1 && bs <= kMaxBlockSize), PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+             "-pc_apbjacobi_blocks matblocksize: the matrix block size %" PetscInt_FMT " is outside [1, %d]", bs,
+             kMaxBlockSize);
+  *found = required || (bs > 1 && bs <= kMaxBlockSize);
+  if (!*found) PetscFunctionReturn(0);
+  PetscCall(guarded([&] { jac->partition = uniform_partition(nrows, static_cast<int>(bs)); }));
+  PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule), "point blocks of the matrix block size %" PetscInt_FMT, bs));
+  PetscFunctionReturn(0);
+}
+
+// The blocks of MatSetVariableBlockSizes(); *found false when none are set or, unless required, one is larger
+// than kMaxBlockSize.
+PetscErrorCode BlocksFromVariableSizes(PC pc, PetscInt nrows, bool required, bool *found)
+{
+  APBJacobi *jac = Data(pc);
+  PetscInt nblocks;
   const PetscInt *sizes;
 
   PetscFunctionBegin;
-  switch (jac->blocks) {
-  case PC_APBJACOBI_BLOCKS_SUPERVARIABLE:
-    if (jac->partition_valid && pc->flag == SAME_NONZERO_PATTERN) break; // same pattern: same supervariables
-    PetscCall(
-        guarded([&] { jac->partition = detect_supervariable_blocks(csr, static_cast<int>(jac->max_block_size)); }));
-    break;
-  case PC_APBJACOBI_BLOCKS_MATBLOCKSIZE:
-    PetscCall(MatGetBlockSize(pc->pmat, &bs));
-    PetscCheck(bs >= 1 && bs <= kMaxBlockSize, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
-               "-pc_apbjacobi_blocks matblocksize: the matrix block size %" PetscInt_FMT " is outside [1, %d]", bs,
-               kMaxBlockSize);
-    PetscCall(guarded([&] { jac->partition = uniform_partition(csr.nrows, static_cast<int>(bs)); }));
-    break;
-  case PC_APBJACOBI_BLOCKS_VARIABLE:
-    PetscCall(MatGetVariableBlockSizes(pc->pmat, &nblocks, &sizes));
-    PetscCheck(
-        nblocks > 0 || csr.nrows == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
-        "-pc_apbjacobi_blocks variable: the matrix has no variable block sizes; call MatSetVariableBlockSizes() first");
-    {
-      std::vector<std::int64_t> s(sizes, sizes + nblocks);
-      PetscCall(guarded([&] { jac->partition = partition_from_sizes(s.data(), nblocks, csr.nrows); }));
+  PetscCall(MatGetVariableBlockSizes(pc->pmat, &nblocks, &sizes));
+  PetscCheck(
+      !required || nblocks > 0 || nrows == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+      "-pc_apbjacobi_blocks variable: the matrix has no variable block sizes; call MatSetVariableBlockSizes() first");
+  *found = required || (nblocks > 0 && *std::max_element(sizes, sizes + nblocks) <= kMaxBlockSize);
+  if (!*found) PetscFunctionReturn(0);
+  PetscCall(guarded([&] {
+    const std::vector<std::int64_t> s(sizes, sizes + std::max<PetscInt>(nblocks, 0));
+    jac->partition = partition_from_sizes(s.data(), nblocks, nrows);
+  }));
+  PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule), "the variable block sizes of the matrix"));
+  PetscFunctionReturn(0);
+}
+
+// Supervariables agglomerated up to the maximum block size. With a matrix block size bs > 1 the nodes are the
+// point blocks, so a block is always whole nodes; else the nodes are the runs of rows with identical patterns.
+PetscErrorCode BlocksFromSupervariables(PC pc, const CsrView<PetscInt> &csr)
+{
+  APBJacobi *jac  = Data(pc);
+  const int maxbs = static_cast<int>(jac->max_block_size);
+  PetscInt bs;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetBlockSize(pc->pmat, &bs));
+  if (bs > 1 && bs <= kMaxBlockSize) {
+    PetscCall(guarded([&] { jac->partition = agglomerate(uniform_partition(csr.nrows, static_cast<int>(bs)), maxbs); }));
+    PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule),
+                            "supervariables: whole point blocks of size %" PetscInt_FMT ", agglomerated up to %d rows",
+                            bs, maxbs));
+  } else {
+    PetscCall(guarded([&] { jac->partition = detect_supervariable_blocks(csr, maxbs); }));
+    PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule),
+                            "supervariables: rows with identical patterns, agglomerated up to %d rows", maxbs));
+    jac->from_pattern = true;
+  }
+  PetscFunctionReturn(0);
+}
+
+// The default: the matrix's own nodes, never agglomerated (larger blocks cost more per apply and, on FEM
+// matrices, may take more iterations than point-block Jacobi). In order: the point blocks of the block size;
+// the variable block sizes; rows with identical patterns (inodes) when there are such nodes; else, for
+// scalar problems, supervariable agglomeration.
+PetscErrorCode BlocksAuto(PC pc, const CsrView<PetscInt> &csr)
+{
+  APBJacobi *jac = Data(pc);
+  bool found;
+  BlockPartition runs;
+
+  PetscFunctionBegin;
+  PetscCall(BlocksFromBlockSize(pc, csr.nrows, false, &found));
+  if (!found) PetscCall(BlocksFromVariableSizes(pc, csr.nrows, false, &found));
+  if (found) {
+    const size_t len = std::strlen(jac->rule);
+    PetscCall(PetscSNPrintf(jac->rule + len, sizeof(jac->rule) - len, " (auto)"));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(guarded([&] { runs = detect_pattern_runs(csr, kMaxBlockSize); }));
+  jac->from_pattern = true;
+  if (runs_are_nodes(runs)) {
+    jac->partition = std::move(runs);
+    PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule), "nodes: runs of rows with identical patterns (auto)"));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(BlocksFromSupervariables(pc, csr));
+  PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule),
+                          "supervariables agglomerated up to %d rows (auto: no block size, variable blocks or nodes)",
+                          static_cast<int>(jac->max_block_size)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DetectBlocks(PC pc, const CsrView<PetscInt> &csr)
+{
+  APBJacobi *jac = Data(pc);
+  bool found;
+
+  PetscFunctionBegin;
+  // a partition read from the pattern stays while the pattern does; the others are cheap to redo
+  if (!(jac->partition_valid && jac->from_pattern && pc->flag == SAME_NONZERO_PATTERN)) {
+    jac->from_pattern = false;
+    switch (jac->blocks) {
+    case PC_APBJACOBI_BLOCKS_SUPERVARIABLE:
+      PetscCall(BlocksFromSupervariables(pc, csr));
+      break;
+    case PC_APBJACOBI_BLOCKS_MATBLOCKSIZE:
+      PetscCall(BlocksFromBlockSize(pc, csr.nrows, true, &found));
+      break;
+    case PC_APBJACOBI_BLOCKS_VARIABLE:
+      PetscCall(BlocksFromVariableSizes(pc, csr.nrows, true, &found));
+      break;
+    case PC_APBJACOBI_BLOCKS_AUTO:
+      PetscCall(BlocksAuto(pc, csr));
+      break;
     }
-    break;
   }
   jac->partition_valid = true;
   jac->local_sizes.resize(static_cast<std::size_t>(jac->partition.block_count()));
@@ -320,7 +415,9 @@ PetscErrorCode PCSetFromOptions_APBJacobi(PC pc, PetscOptionItems *PetscOptionsO
                             "Largest diagonal block found by supervariable detection (1 to 32)",
                             "PCAPBJacobiSetMaxBlockSize", max_block_size, &max_block_size, &flg));
   if (flg) PetscCall(PCAPBJacobiSetMaxBlockSize(pc, max_block_size));
-  PetscCall(PetscOptionsEnum("-pc_apbjacobi_blocks", "How the diagonal blocks are found", "PCAPBJacobiSetBlocks",
+  PetscCall(PetscOptionsEnum("-pc_apbjacobi_blocks",
+                             "How the diagonal blocks are found (auto: the matrix's point blocks or nodes, not agglomerated)",
+                             "PCAPBJacobiSetBlocks",
                              PCAPBJacobiBlocksTypes, (PetscEnum)jac->blocks, (PetscEnum *)&jac->blocks, &flg));
   if (flg) jac->partition_valid = false;
   PetscCall(PetscOptionsReal("-pc_apbjacobi_accuracy",
@@ -362,6 +459,7 @@ PetscErrorCode PCView_APBJacobi(PC pc, PetscViewer viewer)
   PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   if (!pc->setupcalled) PetscFunctionReturn(0);
   PetscCall(PCAPBJacobiGetInfo(pc, &info));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  partition (rank 0): %s\n", jac->rule));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  %" PetscInt64_FMT " diagonal blocks; size: count", info.blocks));
   PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
   for (int s = 1; s <= 32; ++s)
@@ -441,15 +539,22 @@ using namespace petscmp;
 
    Options Database Keys:
 +  -pc_apbjacobi_max_block_size <32> - largest block found by supervariable detection (at most 32)
-.  -pc_apbjacobi_blocks <supervariable,matblocksize,variable> - how blocks are found
+.  -pc_apbjacobi_blocks <auto,supervariable,matblocksize,variable> - how blocks are found (see Notes)
 .  -pc_apbjacobi_accuracy <1e-2> - bound on ||I - E~ D||_1 per block; 1e-2 keeps two digits, the choice of Anzt et al.
 .  -pc_apbjacobi_formats <all,ieee,range_preserving,fp64,fp32,fp16,bf16,fp11_20,fp11_4> - formats a block may use
 -  -pc_apbjacobi_threads <0> - OpenMP threads per process for the apply (0: one, or OMP_NUM_THREADS)
 
    Notes:
-   Supervariable detection merges adjacent rows with identical column patterns, then adjacent supervariables
-   while the block stays within the maximum size. It is greedy and order based: the unknowns of one node must be
-   numbered consecutively, and it looks at the pattern only. A singular or non-finite block makes the setup fail
+   The default partition, auto, takes the matrix's own nodes and never agglomerates them, so it has the
+   iterations of `PCPBJACOBI`/`PCVPBJACOBI` (up to the storage formats): the point blocks of `MatGetBlockSize()`
+   when it is larger than 1 (and at most 32); else the blocks of `MatSetVariableBlockSizes()`; else, when the
+   local matrix has nodes (runs of rows with identical column patterns, PETSc's inodes, here up to 32 rows),
+   those; else (scalar problems) supervariable agglomeration. Agglomerated blocks cost several times more per
+   apply and, on FEM matrices, did not pay for themselves in iterations; they are an opt-in with supervariable.
+   Supervariable detection merges adjacent nodes (the point blocks when the block size is larger than 1, else
+   rows with identical column patterns) while the block stays within the maximum size, so with a block size it
+   never splits a node. It is greedy and order based: the unknowns of one node must be numbered
+   consecutively, and it looks at the pattern only. -pc_view says which rule chose the partition. A singular or non-finite block makes the setup fail
    (`KSP_DIVERGED_PC_FAILED`), or raises an error with -ksp_error_if_not_converged / `PCSetErrorIfFailure()`.
    In parallel each process preconditions its local diagonal block. Matrices whose local block is not AIJ
    (BAIJ, SBAIJ, dense) are converted to AIJ at setup.
@@ -537,11 +642,11 @@ PetscErrorCode PCAPBJacobiGetMaxBlockSize(PC pc, PetscInt *size)
 
    Input Parameters:
 +  pc - the `PCAPBJACOBI` preconditioner
--  blocks - `PC_APBJACOBI_BLOCKS_SUPERVARIABLE` (default), `PC_APBJACOBI_BLOCKS_MATBLOCKSIZE` or
-`PC_APBJACOBI_BLOCKS_VARIABLE`
+-  blocks - `PC_APBJACOBI_BLOCKS_AUTO` (default), `PC_APBJACOBI_BLOCKS_SUPERVARIABLE`,
+`PC_APBJACOBI_BLOCKS_MATBLOCKSIZE` or `PC_APBJACOBI_BLOCKS_VARIABLE`
 
    Options Database Key:
-.  -pc_apbjacobi_blocks <supervariable,matblocksize,variable> - the method
+.  -pc_apbjacobi_blocks <auto,supervariable,matblocksize,variable> - the method
 
    Level: intermediate
 
@@ -554,7 +659,7 @@ PetscErrorCode PCAPBJacobiSetBlocks(PC pc, PCAPBJacobiBlocks blocks)
   PetscFunctionBegin;
   PetscCall(Lookup(pc, &jac));
   PetscValidLogicalCollectiveEnum(pc, blocks, 2);
-  PetscCheck(blocks >= PC_APBJACOBI_BLOCKS_SUPERVARIABLE && blocks <= PC_APBJACOBI_BLOCKS_VARIABLE,
+  PetscCheck(blocks >= PC_APBJACOBI_BLOCKS_SUPERVARIABLE && blocks <= PC_APBJACOBI_BLOCKS_AUTO,
              PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_OUTOFRANGE, "Unknown PCAPBJacobiBlocks %d", (int)blocks);
   if (!jac || jac->blocks == blocks) PetscFunctionReturn(0);
   jac->blocks = blocks;

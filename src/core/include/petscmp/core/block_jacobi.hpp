@@ -35,14 +35,25 @@ struct BlockPartition {
   int max_block_size() const;
 };
 
-// Supervariable agglomeration. Adjacent rows with identical column patterns
-// form a supervariable (split when longer than max_block_size); adjacent
-// supervariables are then merged greedily, in row order, while the block stays
-// within max_block_size. Limits: it is greedy and depends on the row ordering
-// (unknowns of one node must be numbered consecutively; a supervariable never
-// spans two blocks, so a block may be smaller than the maximum), and it sees
-// the pattern only, not the values.
+// Supervariable agglomeration: agglomerate(detect_pattern_runs(csr, max), max).
+// Adjacent rows with identical column patterns form a supervariable (split when
+// longer than max_block_size); adjacent supervariables are then merged greedily,
+// in row order, while the block stays within max_block_size. Limits: it is greedy
+// and depends on the row ordering (unknowns of one node must be numbered
+// consecutively; a supervariable never spans two blocks, so a block may be smaller
+// than the maximum), and it sees the pattern only, not the values.
 template <typename Index> BlockPartition detect_supervariable_blocks(const CsrView<Index> &csr, int max_block_size);
+// The supervariables alone: runs of adjacent rows with identical column patterns,
+// each at most max_block_size rows. In an FEM matrix these are its nodes (PETSc's
+// inodes, without their limit of 5 rows).
+template <typename Index> BlockPartition detect_pattern_runs(const CsrView<Index> &csr, int max_block_size);
+// Adjacent parts of `nodes` merged greedily, in order, while a block stays within
+// max_block_size. A node is never split: one larger than the maximum is a block
+// of its own.
+BlockPartition agglomerate(const BlockPartition &nodes, int max_block_size);
+// True when the runs of `runs` are nodes worth keeping whole: on average longer
+// than one row by PETSc's inode criterion (at most 90% as many runs as rows).
+bool runs_are_nodes(const BlockPartition &runs);
 // Blocks of one size (the last may be shorter when nrows is not a multiple).
 BlockPartition uniform_partition(std::int64_t nrows, int block_size);
 // Blocks of the given sizes; throws StorageError when a size is outside
@@ -131,11 +142,29 @@ struct BlockGroup {
 
 inline constexpr int kDefaultGroupBlocks = 8;
 
+// Bytes that start on a cache line (64 bytes): with groups of 8 blocks, the fp64
+// columns of small blocks then fill whole lines, and no 64-byte load of them
+// splits across two (malloc's 16-byte alignment would split every one).
+class CacheLineBytes {
+public:
+  void resize(std::size_t n) { lines_.assign((n + 63) / 64, Line{}); bytes_ = n; }
+  std::size_t size() const { return bytes_; }
+  template <typename T> T *as() { return reinterpret_cast<T *>(lines_.data()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(lines_.data()); }
+
+private:
+  struct alignas(64) Line {
+    std::uint8_t b[64];
+  };
+  std::vector<Line> lines_;
+  std::size_t bytes_ = 0;
+};
+
 struct BlockJacobiStorage {
   std::int64_t nrows = 0;
   std::vector<BlockGroup> groups;
   std::vector<std::uint8_t> block_format; // the one-byte format tag of every block
-  AlignedBytes values;
+  CacheLineBytes values;
   std::int64_t fp64_bytes() const; // the same blocks all stored in fp64
   std::int64_t value_bytes() const { return static_cast<std::int64_t>(values.size()); }
 };

@@ -1,0 +1,174 @@
+// Block-Jacobi apply for groups of small blocks of one size N (1..8), the point
+// blocks of FEM matrices. Private to the OpenMP backend.
+//
+// The storage needs no special layout: column c of all nb blocks of a group is
+// stored contiguously, (c * nb + i) * N + r, so the column segment at offset
+// k = i * N + r lines up with the group's rows k. Hence, over 8 rows at once
+// (the same entry position of several blocks in one register, the point of the
+// interleaved storage):
+//   y[k] = sum_c E_c[k] * x[(k / N) * N + c],      c = 0, 1, ..., N - 1,
+// where x[(k / N) * N + c], "x_c broadcast over its block", is one permutation
+// of a 16-value window of x. Each y[k] adds its terms in the reference's order
+// from 0.0, so the result is the reference's bit for bit (no FMA: the project
+// compiles with -ffp-contract=off, and the intrinsics multiply and add apart).
+// The transpose, y[i N + c] = sum_r E_c[i N + r] x[i N + r], sums within one
+// stored column segment; it decodes 8 rows of each column at once and adds the
+// products block by block.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "petscmp/core/accessor.hpp"
+
+namespace petscmp {
+namespace openmp {
+namespace small_blocks {
+
+inline constexpr int kMaxSmall = 8;
+
+constexpr int gcd(int a, int b)
+{
+  return b == 0 ? a : gcd(b, a % b);
+}
+
+// Rows 8 p .. 8 p + 7 of a group start at a window of x that depends on p mod
+// Period only: 8 Period rows are a whole number of blocks.
+template <int N> inline constexpr int kPeriod = N / gcd(N, 8);
+
+// Window start for the 8 rows beginning at row k0 (a multiple of 8): the first
+// row of the block that holds row k0.
+template <int N> constexpr int window_begin(int k0)
+{
+  return k0 / N * N;
+}
+
+// idx[p][c][l]: position in the 16-value window of x (starting at
+// window_begin(8 p)) of x[(k / N) * N + c] for row k = 8 p + l.
+template <int N> struct Permutations {
+  alignas(64) std::int64_t idx[kPeriod<N>][N][8] = {};
+  constexpr Permutations()
+  {
+    for (int p = 0; p < kPeriod<N>; ++p)
+      for (int c = 0; c < N; ++c)
+        for (int l = 0; l < 8; ++l)
+          idx[p][c][l] = (8 * p + l) / N * N + c - window_begin<N>(8 * p);
+  }
+};
+
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+inline __mmask8 lanes_upto8(int n)
+{
+  return first_lanes(static_cast<unsigned>(std::clamp(n, 0, 8)));
+}
+
+// 8 full rows: unmasked loads and stores (a masked load is slower on this
+// path even with every lane set).
+template <int N, typename S>
+inline __m512d rows8(const S *E, int rows, int k0, int p, const __m512d xlo, const __m512d xhi, __mmask8 live)
+{
+  static constexpr Permutations<N> perm{};
+  __m512d sum = _mm512_setzero_pd();
+#pragma GCC unroll 8
+  for (int c = 0; c < N; ++c) {
+    const __m512d xc = _mm512_permutex2var_pd(xlo, _mm512_load_si512(perm.idx[p][c]), xhi);
+    sum = _mm512_add_pd(sum, _mm512_mul_pd(decode8(E + static_cast<std::size_t>(c) * rows + k0, live), xc));
+  }
+  return sum;
+}
+
+// A group of 8 blocks (8 N rows, N registers of sums), the default: the columns
+// are read in storage order, so the values stream strictly forward (reading
+// column by column within each 8 rows, 8 N apart, is 35% slower from memory).
+template <int N, typename S> inline void apply_full_group(const S *E, const double *x, double *y)
+{
+  static constexpr Permutations<N> perm{};
+  __m512d sum[N], xlo[N], xhi[N];
+#pragma GCC unroll 8
+  for (int v = 0; v < N; ++v) {
+    sum[v] = _mm512_setzero_pd();
+    xlo[v] = _mm512_loadu_pd(x + window_begin<N>(8 * v));
+    xhi[v] = _mm512_loadu_pd(x + window_begin<N>(8 * v) + 8);
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < N; ++c)
+#pragma GCC unroll 8
+    for (int v = 0; v < N; ++v) {
+      const __m512d xc = _mm512_permutex2var_pd(xlo[v], _mm512_load_si512(perm.idx[v % kPeriod<N>][c]), xhi[v]);
+      sum[v]           = _mm512_add_pd(sum[v], _mm512_mul_pd(decode8(E + 8 * (c * N + v), 0xff), xc));
+    }
+#pragma GCC unroll 8
+  for (int v = 0; v < N; ++v)
+    _mm512_storeu_pd(y + 8 * v, sum[v]);
+}
+
+// y = E x for the nb blocks of one group; E points at the group's values, x and
+// y at its first row, and x holds `avail` >= nb N values from there (the rest of
+// the vector: windows may read past the group, never past the vector).
+template <int N, typename S>
+inline void apply_group(const S *E, int nb, const double *x, double *y, std::int64_t avail)
+{
+  if (nb == 8 && window_begin<N>(8 * N - 8) + 16 <= avail) return apply_full_group<N>(E, x, y);
+  const int rows = nb * N;
+  int p          = 0, k0 = 0;
+  for (; k0 + 8 <= rows && window_begin<N>(k0) + 16 <= avail; k0 += 8) {
+    const int wb = window_begin<N>(k0);
+    _mm512_storeu_pd(y + k0, rows8<N>(E, rows, k0, p, _mm512_loadu_pd(x + wb), _mm512_loadu_pd(x + wb + 8), 0xff));
+    p = p + 1 == kPeriod<N> ? 0 : p + 1;
+  }
+  for (; k0 < rows; k0 += 8) {
+    const int wb        = window_begin<N>(k0);
+    const __mmask8 live = lanes_upto8(rows - k0);
+    const __m512d xlo   = _mm512_maskz_loadu_pd(lanes_upto8(rows - wb), x + wb);
+    const __m512d xhi   = _mm512_maskz_loadu_pd(lanes_upto8(rows - wb - 8), x + wb + 8);
+    _mm512_mask_storeu_pd(y + k0, live, rows8<N>(E, rows, k0, p, xlo, xhi, live));
+    p = p + 1 == kPeriod<N> ? 0 : p + 1;
+  }
+}
+#else
+// Portable: 8 rows at a time, their column segments decoded in bulk, the
+// broadcast x spelled out; the compiler vectorizes the row loops.
+template <int N, typename S>
+inline void apply_group(const S *E, int nb, const double *x, double *y, std::int64_t /*avail*/)
+{
+  const int rows = nb * N;
+  alignas(64) double e[8], sum[8];
+  for (int k0 = 0; k0 < rows; k0 += 8) {
+    const int len = std::min(8, rows - k0);
+    std::fill(sum, sum + 8, 0.0);
+    for (int c = 0; c < N; ++c) {
+      decode_n(E + static_cast<std::size_t>(c) * rows + k0, static_cast<std::size_t>(len), e);
+      for (int l = 0; l < len; ++l)
+        sum[l] += e[l] * x[(k0 + l) / N * N + c];
+    }
+    std::copy(sum, sum + len, y + k0);
+  }
+}
+#endif
+
+// y = E^T x: y[i N + c] = sum_r E_c[i N + r] x[i N + r], r increasing from 0.0.
+template <int N, typename S> inline void apply_group_transpose(const S *E, int nb, const double *x, double *y)
+{
+  const int rows = nb * N;
+  alignas(64) double e[N][8];
+  for (int i0 = 0; i0 < nb; i0 += 8 / N) { // the blocks whose rows fit in 8
+    const int k0 = i0 * N, nblk = std::min(8 / N, nb - i0);
+    for (int c = 0; c < N; ++c)
+      decode_n(E + static_cast<std::size_t>(c) * rows + k0, static_cast<std::size_t>(nblk) * N, e[c]);
+    for (int i = 0; i < nblk; ++i) {
+      const double *xb = x + k0 + i * N;
+#pragma GCC unroll 8
+      for (int c = 0; c < N; ++c) {
+        double sum = 0.0;
+#pragma GCC unroll 8
+        for (int r = 0; r < N; ++r)
+          sum += e[c][i * N + r] * xb[r];
+        y[k0 + i * N + c] = sum;
+      }
+    }
+  }
+}
+
+} // namespace small_blocks
+} // namespace openmp
+} // namespace petscmp
