@@ -126,11 +126,35 @@ template <typename S> const S *group_values(const BlockJacobiStorage &M, const B
   return M.values.as<S>() + g.byte_offset / static_cast<std::int64_t>(sizeof(S));
 }
 
+// The full groups (8 blocks) from g on that lie one after the other in memory and
+// whose x windows end inside the vector: the groups one loop can take.
+template <int N, typename S> const BlockGroup *full_groups_end(const BlockJacobiStorage &M, const BlockGroup *g,
+                                                               const BlockGroup *end)
+{
+  const BlockGroup *first = g;
+  for (; g != end && g->nblocks == 8; ++g) {
+    const std::int64_t k = g - first;
+    if (g->byte_offset != first->byte_offset + k * 8 * N * N * static_cast<std::int64_t>(sizeof(S)) ||
+        g->row_begin != first->row_begin + k * 8 * N ||
+        g->row_begin + small_blocks::window_begin<N>(8 * N - 8) + 16 > M.nrows)
+      break;
+  }
+  return g;
+}
+
 // Groups [g, end) of one format S and one block size N <= 8.
 template <int N, typename S>
 void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x,
                      double *y, bool transpose)
 {
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  if (!transpose) {
+    const BlockGroup *full = full_groups_end<N, S>(M, g, end);
+    if (full != g)
+      small_blocks::apply_full_groups<N>(group_values<S>(M, *g), full - g, x + g->row_begin, y + g->row_begin);
+    g = full;
+  }
+#endif
   for (; g != end; ++g) {
     if (transpose)
       small_blocks::apply_group_transpose<N>(group_values<S>(M, *g), g->nblocks, x + g->row_begin, y + g->row_begin);

@@ -80,7 +80,7 @@ inline __m512d rows8(const S *E, int rows, int k0, int p, const __m512d xlo, con
 // A group of 8 blocks (8 N rows, N registers of sums), the default: the columns
 // are read in storage order, so the values stream strictly forward (reading
 // column by column within each 8 rows, 8 N apart, is 35% slower from memory).
-template <int N, typename S> inline void apply_full_group(const S *E, const double *x, double *y)
+template <int N, typename S> __attribute__((always_inline)) inline void apply_full_group(const S *E, const double *x, double *y)
 {
   static constexpr Permutations<N> perm{};
   __m512d sum[N], xlo[N], xhi[N];
@@ -100,6 +100,15 @@ template <int N, typename S> inline void apply_full_group(const S *E, const doub
 #pragma GCC unroll 8
   for (int v = 0; v < N; ++v)
     _mm512_storeu_pd(y + 8 * v, sum[v]);
+}
+
+// `count` full groups stored one after the other (a run of groups of 8 blocks:
+// values, x and y all contiguous), in one loop: no call per group, and the
+// permutation indices stay in registers.
+template <int N, typename S> void apply_full_groups(const S *E, std::int64_t count, const double *x, double *y)
+{
+  for (std::int64_t g = 0; g < count; ++g)
+    apply_full_group<N>(E + g * 8 * N * N, x + g * 8 * N, y + g * 8 * N);
 }
 
 // y = E x for the nb blocks of one group; E points at the group's values, x and
