@@ -31,6 +31,16 @@ static double g_bound_scale   = 1.0; /* < 1: the negative control of the bound c
     } \
   } while (0)
 
+/* call must fail (a PETSc error, not an abort); the check fails where it does not. */
+#define EXPECT_ERROR(call, what) \
+  do { \
+    PetscErrorCode ierr_; \
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL)); \
+    ierr_ = (call); \
+    PetscCall(PetscPopErrorHandler()); \
+    TEST_CHECK(PETSC_COMM_WORLD, ierr_ != 0, "%s: no error", what); \
+  } while (0)
+
 static inline int TestFinish(void)
 {
   int fails = g_test_failures;

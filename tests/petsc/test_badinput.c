@@ -275,15 +275,6 @@ static PetscErrorCode TestShapes(void)
   PetscFunctionReturn(0);
 }
 
-#define EXPECT_ERROR(call, what) \
-  do { \
-    PetscErrorCode ierr_; \
-    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL)); \
-    ierr_ = (call); \
-    PetscCall(PetscPopErrorHandler()); \
-    TEST_CHECK(PETSC_COMM_WORLD, ierr_ != 0, "%s: no error", what); \
-  } while (0)
-
 static PetscErrorCode TestErrors(void)
 {
   TestMatOpts     o;

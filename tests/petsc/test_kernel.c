@@ -5,15 +5,6 @@ static char help[] = "aijmp kernel selection (-mat_aijmp_kernel auto|aij|compact
 
 #include "petscmp_test.h"
 
-#define EXPECT_ERROR(call, what) \
-  do { \
-    PetscErrorCode ierr_; \
-    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL)); \
-    ierr_ = (call); \
-    PetscCall(PetscPopErrorHandler()); \
-    TEST_CHECK(PETSC_COMM_WORLD, ierr_ != 0, "%s: no error", what); \
-  } while (0)
-
 typedef struct {
   Vec x, z, y, yref;  /* row space: x for A x */
   Vec xt, zt, yt, ytref;
