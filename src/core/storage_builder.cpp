@@ -246,6 +246,7 @@ void shape_grouped(const CsrView<Index> &csr, const std::vector<Format> &formats
 template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
 {
   const std::int64_t rows = b.row_count(), list = b.grouped() ? rows * 4 : 0;
+  if (b.node_layout()) return static_cast<std::int64_t>(b.nodes.size() * sizeof(NodeInfo) + b.node_cols.size()) + list;
   if (b.sliced())
     return b.stored_count() * 4 + static_cast<std::int64_t>(b.row_lengths.size()) * 4 + (b.slice_count() + 1) * 8 + list;
   if (b.grouped()) return static_cast<std::int64_t>(sizeof(Index)) * b.nnz + rows * (4 + 8 + 2 * sizeof(Index));
@@ -264,6 +265,56 @@ template <typename Index> std::vector<std::int64_t> slice_offsets_of(const CsrVi
     offsets[q + 1] = offsets[q] + width * kSliceRows;
   }
   return offsets;
+}
+
+// Whether rows a and b have the same columns (nodes need identical patterns).
+template <typename Index> bool same_pattern(const CsrView<Index> &csr, std::int64_t a, std::int64_t b)
+{
+  const Index n = csr.rowptr[a + 1] - csr.rowptr[a];
+  return csr.rowptr[b + 1] - csr.rowptr[b] == n &&
+         std::memcmp(csr.cols + csr.rowptr[a], csr.cols + csr.rowptr[b], static_cast<std::size_t>(n) * sizeof(Index)) == 0;
+}
+
+// The nodes of block b: runs of at most kMaxNodeRows consecutive block rows
+// that are consecutive matrix rows with one column pattern; each node's
+// columns as 16-bit offsets from its smallest column where they fit. False
+// when a column does not fit 32 bits (the node layout cannot hold the block).
+template <typename Index> bool find_nodes(const CsrView<Index> &csr, const RowBlock &b, std::vector<NodeInfo> &nodes)
+{
+  const std::int64_t nrows = b.row_count();
+  std::int64_t values = 0, indices = 0;
+  nodes.clear();
+  for (std::int64_t k = 0; k < nrows;) {
+    const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
+    int s = 1;
+    while (s < kMaxNodeRows && k + s < nrows && b.row(k + s) == row + s && same_pattern<Index>(csr, row, row + s)) ++s;
+    NodeInfo nd;
+    nd.first  = k;
+    nd.rows   = static_cast<std::uint8_t>(s);
+    nd.length = static_cast<std::int32_t>(n);
+    nd.values = values;
+    if (n > 0) {
+      const auto [lo, hi] = std::minmax_element(csr.cols + start, csr.cols + start + n);
+      if (*lo < 0 || *hi > std::numeric_limits<std::int32_t>::max()) return false;
+      nd.col_base = static_cast<std::int32_t>(*lo);
+      nd.wide     = *hi - *lo > std::numeric_limits<std::uint16_t>::max();
+    }
+    if (nd.wide) indices = (indices + 3) / 4 * 4;
+    nd.indices = indices;
+    indices += n * (nd.wide ? 4 : 2);
+    values += n * s;
+    nodes.push_back(nd);
+    k += s;
+  }
+  return true;
+}
+
+// Bytes of the column indices of `nodes` (what node_cols holds).
+inline std::int64_t node_index_bytes(const std::vector<NodeInfo> &nodes)
+{
+  if (nodes.empty()) return 0;
+  const NodeInfo &last = nodes.back();
+  return last.indices + static_cast<std::int64_t>(last.length) * (last.wide ? 4 : 2);
 }
 
 // |r - v| / |v| for v stored as r: relative_error(f, v) without converting again.
@@ -337,8 +388,62 @@ void fill_sliced(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, R
   b.value_offsets.shrink_to_fit();
 }
 
-// The layout decision (slices where the options allow them and padding is
-// small), then the values, written once, and the byte accounting.
+// Values and column indices of block b written node by node: entry e of the
+// node's rows side by side, then entry e + 1.
+template <typename S, typename Index>
+void fill_nodes(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, RowBlock &b, bool track, FormatStats &fs,
+                BufferPool &pool)
+{
+  pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
+  pool.lend(b.node_cols.buffer(), static_cast<std::size_t>(node_index_bytes(nodes)));
+  S *vals              = b.values.as<S>();
+  unsigned char *index = b.node_cols.as<unsigned char>();
+  for (const NodeInfo &nd : nodes) {
+    const std::int64_t row0 = b.row(nd.first), start = csr.rowptr[row0];
+    for (int r = 0; r < nd.rows; ++r)
+      encode_row(csr.values + csr.rowptr[row0 + r], nd.length, vals + nd.values + r, nd.rows, track, fs.max_relative_error);
+    if (nd.wide) {
+      auto *c = reinterpret_cast<std::int32_t *>(index + nd.indices);
+      for (std::int32_t e = 0; e < nd.length; ++e) c[e] = static_cast<std::int32_t>(csr.cols[start + e]);
+    } else {
+      auto *c = reinterpret_cast<std::uint16_t *>(index + nd.indices);
+      for (std::int32_t e = 0; e < nd.length; ++e) c[e] = static_cast<std::uint16_t>(csr.cols[start + e] - nd.col_base);
+    }
+  }
+  b.nodes = std::move(nodes);
+  b.value_offsets.clear();
+  b.value_offsets.shrink_to_fit();
+}
+
+void count_nodes(const RowBlock &b, StorageStats &stats)
+{
+  stats.node_rows += b.row_count();
+  stats.nodes += static_cast<std::int64_t>(b.nodes.size());
+  for (const NodeInfo &nd : b.nodes) {
+    stats.wide_nodes += nd.wide;
+    ++stats.nodes_of_size[nd.rows];
+  }
+}
+
+// Nodes when the layout asks for them, or (automatic) when they hold at least
+// kMinNodeRows rows on average; empty otherwise.
+template <typename Index> std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, const RowBlock &b)
+{
+  std::vector<NodeInfo> nodes;
+  if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0) return nodes;
+  if (!find_nodes(csr, b, nodes)) {
+    if (layout == Layout::node)
+      throw StorageError("petscmp: the node layout stores 32-bit column indices; this block has 2^31 columns or more");
+    nodes.clear();
+  }
+  if (layout == Layout::automatic && kMinNodeRows * static_cast<double>(nodes.size()) > static_cast<double>(b.row_count()))
+    nodes.clear();
+  return nodes;
+}
+
+// The layout decision (nodes where rows share patterns, slices where the
+// options allow them and padding is small), then the values, written once, and
+// the byte accounting.
 template <typename Index>
 void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCsr &out, BufferPool &pool)
 {
@@ -347,20 +452,23 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCs
     throw StorageError("petscmp: the sliced layout stores 32-bit column indices; this block has 2^31 columns or more");
   for (RowBlock &b : out.blocks) {
     FormatStats &fs = out.stats.per_format[static_cast<int>(b.format)];
+    std::vector<NodeInfo> nodes = node_layout_of(csr, layout, b);
     std::vector<std::int64_t> offsets;
-    if (layout != Layout::csr && narrow_columns && b.row_count() > 0) {
+    if (nodes.empty() && layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0) {
       offsets = slice_offsets_of(csr, b);
       if (layout != Layout::sliced && offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz)) offsets.clear();
     }
     dispatch_format(b.format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      if (!offsets.empty()) fill_sliced<S>(csr, std::move(offsets), b, lossy, fs, pool);
+      if (!nodes.empty()) fill_nodes<S>(csr, std::move(nodes), b, lossy, fs, pool);
+      else if (!offsets.empty()) fill_sliced<S>(csr, std::move(offsets), b, lossy, fs, pool);
       else fill_csr_order<S>(csr, b, lossy, fs, pool);
     });
     for (std::int64_t k = 0; k < b.row_count(); ++k) fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
     fs.nnz += b.nnz;
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
+    if (b.node_layout()) count_nodes(b, out.stats);
     out.stats.value_bytes += static_cast<std::int64_t>(b.values.size());
     out.stats.index_bytes += block_index_bytes<Index>(b);
   }
@@ -377,7 +485,7 @@ template <typename Index> void check_view(const CsrView<Index> &csr)
 
 const char *storage_mode_name(StorageMode m) { return kModeNames[static_cast<int>(m)]; }
 
-const char *const kLayoutNames[kLayoutCount] = {"auto", "csr", "sliced"};
+const char *const kLayoutNames[kLayoutCount] = {"auto", "csr", "sliced", "node"};
 const char *layout_name(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
 
 bool parse_layout(const char *name, Layout *l)
@@ -477,6 +585,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
       pool.give(b.values.buffer());
       pool.give(b.cols.buffer());
       pool.give(b.row_lengths.buffer());
+      pool.give(b.node_cols.buffer());
     }
     recycle->blocks.clear();
   }

@@ -26,7 +26,35 @@ inline double row_dot(double sum, reduced_range<Storage> vals, const ColIndex *c
   return sum;
 }
 
-// Calls fn(cols pointer, first value index, stride, length) for block row k.
+// Calls fn(columns, x) for node nd of a node block: the node's column list
+// (16-bit offsets, or 32-bit columns when wide) and the x they index (x shifted
+// by the node's base column for offsets).
+template <typename X, typename Fn> inline void with_node_columns(const RowBlock &block, const NodeInfo &nd, X *x, Fn &&fn)
+{
+  const unsigned char *at = block.node_cols.as<unsigned char>() + nd.indices;
+  if (nd.wide) fn(reinterpret_cast<const std::int32_t *>(at), x);
+  else fn(reinterpret_cast<const std::uint16_t *>(at), x + nd.col_base);
+}
+
+// Row r of node nd: row_dot over its values (stride nd.rows) and the node's
+// shared columns (stride 1).
+template <SumOrder Order, typename Storage, typename ColIndex>
+inline double node_row_dot(double sum, reduced_range<Storage> node_vals, int r, int rows, const ColIndex *cols,
+                           std::int64_t n, const double *x)
+{
+  auto term = [&](std::int64_t k) { return node_vals[k * rows + r] * x[cols[k]]; };
+  if constexpr (Order == SumOrder::sequential) {
+    for (std::int64_t k = 0; k < n; ++k) sum += term(k);
+  } else {
+    std::int64_t k = 0;
+    for (; k + 1 < n; k += 2) sum += term(k) + term(k + 1);
+    if (k < n) sum += term(k);
+  }
+  return sum;
+}
+
+// Calls fn(cols pointer, first value index, stride, length) for block row k
+// of a row-wise (CSR-order or sliced) block.
 template <typename Index, typename Fn>
 inline void with_row_entries(const RowBlock &block, const Index *rowptr, const Index *master_cols, std::int64_t k, Fn &&fn)
 {

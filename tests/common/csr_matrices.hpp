@@ -75,6 +75,8 @@ struct RowRecipe {
   std::size_t nnz_spread   = 12;
   unsigned empty_tenths    = 7; // mostly_empty: this many rows in ten are empty
   std::int64_t empty_every = 0; // > 0: every empty_every-th row is empty in any shape
+  int max_node_rows        = 1;  // > 1: rows come in nodes of 1..max_node_rows rows sharing one column pattern
+  std::int64_t node_window = 0;  // > 0: 7 nodes in 8 draw their columns within this many columns of the diagonal
 };
 
 template <typename Index>
@@ -85,17 +87,28 @@ Matrix<Index> random_matrix(Index nrows, Index ncols, Shape shape, unsigned seed
   a.nrows = nrows;
   a.ncols = ncols;
   std::vector<Index> row;
+  Index node_left = 0; // rows that still share the current node's pattern
   for (Index i = 0; i < nrows; ++i) {
     const int cls =
         shape == Shape::runs ? static_cast<int>(i / recipe.run_rows) % kClasses : static_cast<int>(rng() % kClasses);
-    std::size_t n = recipe.min_nnz + rng() % recipe.nnz_spread;
-    if (shape == Shape::mostly_empty && rng() % 10 < recipe.empty_tenths) n = 0;
-    if (recipe.empty_every > 0 && i % recipe.empty_every == 0) n = 0;
-    row.clear();
-    for (std::size_t k = 0; k < n; ++k)
-      row.push_back(static_cast<Index>(rng() % static_cast<std::uint64_t>(ncols)));
-    std::sort(row.begin(), row.end());
-    row.erase(std::unique(row.begin(), row.end()), row.end());
+    if (node_left > 0) {
+      --node_left;
+    } else {
+      std::size_t n = recipe.min_nnz + rng() % recipe.nnz_spread;
+      if (shape == Shape::mostly_empty && rng() % 10 < recipe.empty_tenths) n = 0;
+      if (recipe.empty_every > 0 && i % recipe.empty_every == 0) n = 0;
+      if (recipe.max_node_rows > 1) node_left = static_cast<Index>(rng() % static_cast<unsigned>(recipe.max_node_rows));
+      std::int64_t lo = 0, span = ncols;
+      if (recipe.node_window > 0 && rng() % 8 != 0) {
+        span = std::min<std::int64_t>(recipe.node_window, ncols);
+        lo   = std::min<std::int64_t>(static_cast<std::int64_t>(i) * ncols / std::max<Index>(nrows, 1), ncols - span);
+      }
+      row.clear();
+      for (std::size_t k = 0; k < n; ++k)
+        row.push_back(static_cast<Index>(lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(span))));
+      std::sort(row.begin(), row.end());
+      row.erase(std::unique(row.begin(), row.end()), row.end());
+    }
     for (Index c : row) {
       a.cols.push_back(c);
       a.vals.push_back(class_value(cls, rng));

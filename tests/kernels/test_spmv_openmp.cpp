@@ -48,11 +48,15 @@ bool same(double a, double b)
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-// Every block of A is sliced (layout sliced) or none is (layout csr).
+// Every block of A has the layout asked for (automatic: nodes, as the node
+// matrices below hold 3 rows a node on average when formats come in runs).
 void expect_layout(const CompactCsr &A, Layout layout)
 {
-  for (const auto &b : A.blocks)
+  for (const auto &b : A.blocks) {
     ASSERT_EQ(b.sliced(), layout == Layout::sliced) << "a block does not have the layout the options ask for";
+    ASSERT_EQ(b.node_layout(), layout == Layout::node || layout == Layout::automatic)
+        << "a block does not have the layout the options ask for";
+  }
 }
 
 template <typename Index>
@@ -142,6 +146,18 @@ template <typename Index> void run_mode(StorageMode mode)
       compare_backends(a, mode, SumOrder::sequential, shape, layout);
       if (mode == StorageMode::lossless || mode == StorageMode::fp16)
         compare_backends(a, mode, SumOrder::paired, shape, layout);
+    }
+  }
+  // rows in nodes of 1..5 rows (inodes), 16-bit offsets but for one node in eight
+  RowRecipe node_rows  = kBigRows;
+  node_rows.max_node_rows = 5;
+  node_rows.node_window   = 20000;
+  for (Shape shape : {Shape::fragmented, Shape::runs}) {
+    const Matrix<Index> a = random_matrix<Index>(std::max(nrows / 4, Index(40000)), Index(100000), shape, 41 + static_cast<unsigned>(shape), node_rows);
+    for (Layout layout : {Layout::node, Layout::automatic}) {
+      if (layout == Layout::automatic && shape == Shape::fragmented) continue; // a format per row: nodes of 1 row
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+        compare_backends(a, mode, order, shape, layout);
     }
   }
   // the off-diagonal block of an MPI matrix: rectangular, mostly empty rows
@@ -277,7 +293,7 @@ template <typename Index> void run_row_shapes()
       for (std::size_t i = 0; i < formats.size(); ++i)
         formats[i] = kAllFormats[grouped ? rng() % kFormatCount : (i / 64) % kFormatCount];
       for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
-      for (Layout layout : {Layout::csr, Layout::sliced}) {
+      for (Layout layout : {Layout::csr, Layout::sliced, Layout::node}) {
         SCOPED_TRACE(std::string(lengths_name(kind)) + (grouped ? " grouped" : " runs") +
                      (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout) + " index " +
                      std::to_string(8 * sizeof(Index)));

@@ -119,7 +119,37 @@ StorageOptions options(StorageMode mode, SumOrder order, Layout layout = Layout:
   return o;
 }
 
-template <typename Index> void check_case(const Matrix<Index> &a, const StorageOptions &opts, bool expect_grouped)
+// y = A x + z against a dense product of the *original* values (column order reversed):
+// |y - y_dense| <= sum_j |a_ij - s_ij| |x_j| + 2 gamma_(n+1) (|z_i| + sum_j |a_ij x_j| (1 + u_ij))
+template <typename Index>
+void check_against_dense(const Matrix<Index> &a, const Stored &s, const std::vector<double> &x, const std::vector<double> &z,
+                         const std::vector<double> &yz)
+{
+  const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
+  std::vector<double> dense(nr * nc, 0.0), dense_u(nr * nc, 0.0);
+  for (Index i = 0; i < a.nrows; ++i)
+    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
+      dense[static_cast<std::size_t>(i) * nc + a.cols[k]]   = a.vals[k];
+      dense_u[static_cast<std::size_t>(i) * nc + a.cols[k]] = s.entry_u[k];
+    }
+  for (std::size_t i = 0; i < nr; ++i) {
+    double sum = z[i], mag = std::fabs(z[i]), rounding = 0.0;
+    for (std::size_t j = nc; j-- > 0;) {
+      const double aij = dense[i * nc + j];
+      sum += aij * x[j];
+      mag += std::fabs(aij * x[j]) * (1 + dense_u[i * nc + j]);
+      rounding += dense_u[i * nc + j] * std::fabs(aij * x[j]);
+    }
+    const double n     = static_cast<double>(a.rowptr[i + 1] - a.rowptr[i]);
+    const double bound = rounding + 2 * gamma_n(n + 2) * mag;
+    ASSERT_LE(std::fabs(yz[i] - sum), bound) << "row " << i;
+  }
+
+}
+
+// dense: also compare with a dense product of the original values (O(rows x columns)).
+template <typename Index>
+void check_case(const Matrix<Index> &a, const StorageOptions &opts, bool expect_grouped, bool dense_check = true)
 {
   const CompactCsr A = build_compact_csr(a.view(), opts);
   const bool split   = opts.mode == StorageMode::entrysplit;
@@ -129,6 +159,7 @@ template <typename Index> void check_case(const Matrix<Index> &a, const StorageO
     grouped |= b.grouped();
     if (opts.layout != Layout::automatic) {
       ASSERT_EQ(b.sliced(), opts.layout == Layout::sliced);
+      ASSERT_EQ(b.node_layout(), opts.layout == Layout::node);
     }
   }
   if (!split) {
@@ -155,26 +186,7 @@ template <typename Index> void check_case(const Matrix<Index> &a, const StorageO
   for (std::size_t i = 0; i < nr; ++i)
     ASSERT_TRUE(same(ya[i], wantz[i])) << "row " << i;
 
-  // ---- against a dense product of the *original* values (column order reversed):
-  // |y - y_dense| <= sum_j |a_ij - s_ij| |x_j| + 2 gamma_(n+1) (|z_i| + sum_j |a_ij x_j| (1 + u_ij))
-  std::vector<double> dense(nr * nc, 0.0), dense_u(nr * nc, 0.0);
-  for (Index i = 0; i < a.nrows; ++i)
-    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
-      dense[static_cast<std::size_t>(i) * nc + a.cols[k]]   = a.vals[k];
-      dense_u[static_cast<std::size_t>(i) * nc + a.cols[k]] = s.entry_u[k];
-    }
-  for (std::size_t i = 0; i < nr; ++i) {
-    double sum = z[i], mag = std::fabs(z[i]), rounding = 0.0;
-    for (std::size_t j = nc; j-- > 0;) {
-      const double aij = dense[i * nc + j];
-      sum += aij * x[j];
-      mag += std::fabs(aij * x[j]) * (1 + dense_u[i * nc + j]);
-      rounding += dense_u[i * nc + j] * std::fabs(aij * x[j]);
-    }
-    const double n     = static_cast<double>(a.rowptr[i + 1] - a.rowptr[i]);
-    const double bound = rounding + 2 * gamma_n(n + 2) * mag;
-    ASSERT_LE(std::fabs(yz[i] - sum), bound) << "row " << i;
-  }
+  if (dense_check) check_against_dense(a, s, x, z, yz);
 
   // ---- transposes: bitwise in row order when the blocks are runs in row order,
   // else within the bound for two orders of the same sum
@@ -213,7 +225,7 @@ TYPED_TEST(SpmvReference, EveryModeOrderAndLayout)
     const Matrix<Index> a = random_matrix<Index>(Index(700), Index(450), shape, 7 + static_cast<unsigned>(shape));
     for (int mi = 0; mi < kStorageModeCount; ++mi)
       for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
-        for (Layout layout : {Layout::csr, Layout::sliced}) {
+        for (Layout layout : {Layout::csr, Layout::sliced, Layout::node}) {
           const StorageMode mode = static_cast<StorageMode>(mi);
           SCOPED_TRACE(std::string(shape_name(shape)) + " " + storage_mode_name(mode) +
                        (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout));
@@ -230,7 +242,7 @@ TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
   for (Shape shape : {Shape::fragmented, Shape::runs, Shape::mostly_empty}) {
     const Matrix<Index> a = random_matrix<Index>(Index(500), Index(500), shape, 17);
     for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
-    for (Layout layout : {Layout::csr, Layout::sliced}) {
+    for (Layout layout : {Layout::csr, Layout::sliced, Layout::node}) {
       const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, order, layout));
       EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp16)].nnz, 0);
       EXPECT_GT(A.stats.per_format[static_cast<int>(Format::bf16)].nnz, 0);
@@ -250,6 +262,54 @@ TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
       }
     }
   }
+}
+
+// Rows in nodes of 1..5 rows sharing a pattern (PETSc's inodes), formats that
+// change inside nodes (fragmented) or between runs. Narrow: 1500 columns, all
+// 16-bit offsets, checked against the dense product too; wide: 120000 columns,
+// one node in eight spans more than 16-bit offsets (checked against the loops).
+TYPED_TEST(SpmvReference, NodeMatrices)
+{
+  using Index = TypeParam;
+  RowRecipe nodes;
+  nodes.max_node_rows = 5;
+  nodes.run_rows      = 40;
+  for (bool wide : {false, true}) {
+    nodes.node_window = wide ? 20000 : 0;
+    const Index ncols = wide ? 120000 : 1500;
+    for (Shape shape : {Shape::fragmented, Shape::runs, Shape::mostly_empty}) {
+      const Matrix<Index> a = random_matrix<Index>(Index(900), ncols, shape, 23 + static_cast<unsigned>(shape), nodes);
+      for (int mi = 0; mi < kStorageModeCount; ++mi)
+        for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+          for (Layout layout : {Layout::automatic, Layout::csr, Layout::node}) {
+            const StorageMode mode = static_cast<StorageMode>(mi);
+            if (wide && mode != StorageMode::lossless && mode != StorageMode::fp16) continue; // the same code paths
+            SCOPED_TRACE(std::string(wide ? "wide " : "narrow ") + shape_name(shape) + " " + storage_mode_name(mode) +
+                         (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout));
+            // the dense comparison checks values, the same in every layout: once, for nodes
+            check_case(a, options(mode, order, layout), shape != Shape::runs, !wide && layout == Layout::node);
+          }
+      // the node layout really holds nodes of several sizes, narrow (and wide)
+      const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::paired, Layout::node));
+      if (wide) EXPECT_GT(A.stats.wide_nodes, 0);
+      else EXPECT_EQ(A.stats.wide_nodes, 0);
+      EXPECT_LT(A.stats.wide_nodes, A.stats.nodes);
+      std::int64_t rows = 0, sizes = 0;
+      for (int sz = 1; sz <= kMaxNodeRows; ++sz) {
+        rows += sz * A.stats.nodes_of_size[sz];
+        sizes += A.stats.nodes_of_size[sz] > 0;
+      }
+      EXPECT_EQ(rows, A.stats.node_rows);
+      EXPECT_GE(sizes, 3);
+    }
+  }
+  // automatic takes nodes when they hold 2 rows or more on average (runs of one format)
+  const Matrix<Index> a = random_matrix<Index>(Index(900), Index(1500), Shape::runs, 24, nodes);
+  const CompactCsr A    = build_compact_csr(a.view(), options(StorageMode::fp32, SumOrder::paired, Layout::automatic));
+  EXPECT_EQ(A.stats.node_rows, 900);
+  // 16-bit offsets once per node: fewer index bytes than AIJ's columns and row pointers
+  EXPECT_LT(A.stats.index_bytes, 4 * (A.stats.nnz + 901));
+  EXPECT_LT(A.stats.index_bytes, static_cast<std::int64_t>(A.stats.nodes * sizeof(NodeInfo)) + A.stats.nnz);
 }
 
 TYPED_TEST(SpmvReference, PairedDiffersFromSequential)

@@ -240,6 +240,100 @@ void slices(const RowBlock &block, std::int64_t q0, std::int64_t q1, const doubl
 #endif
 }
 
+// The nodes [n0, n1) that thread t of nt handles: equal shares of the
+// block's nonzeros.
+void thread_nodes(const RowBlock &block, int t, int nt, std::int64_t &n0, std::int64_t &n1)
+{
+  const std::int64_t nnodes = static_cast<std::int64_t>(block.nodes.size());
+  auto cut = [&](int s) -> std::int64_t {
+    if (s == 0) return 0;
+    if (s == nt) return nnodes;
+    const std::int64_t target = block.nnz * s / nt;
+    return std::lower_bound(block.nodes.begin(), block.nodes.end(), target,
+                            [](const NodeInfo &nd, std::int64_t v) { return nd.values < v; }) -
+           block.nodes.begin();
+  };
+  n0 = cut(t);
+  n1 = cut(t + 1);
+}
+
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// sum + the node's products, all its rows in the lanes of m: entry e of the
+// rows is one read of the node's adjacent values and one broadcast of x.
+// Each lane takes exactly row_dot's steps for its row.
+template <SumOrder Order, typename S, typename C>
+inline __m512d node_sums(__m512d sum, const S *v, int rows, __mmask8 m, const C *cols, std::int64_t n, const double *x)
+{
+  auto product = [&](std::int64_t e) { return _mm512_mul_pd(decode8(v + e * rows, m), _mm512_set1_pd(x[cols[e]])); };
+  std::int64_t e = 0;
+  if constexpr (Order == SumOrder::paired)
+    for (; e + 1 < n; e += 2) sum = _mm512_add_pd(sum, _mm512_add_pd(product(e), product(e + 1)));
+  for (; e < n; ++e) sum = _mm512_add_pd(sum, product(e));
+  return sum;
+}
+
+template <SumOrder Order, typename S>
+void nodes_avx512(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
+{
+  const S *vals = block.values.as<S>();
+  for (std::int64_t i = n0; i < n1; ++i) {
+    const NodeInfo &nd      = block.nodes[i];
+    const std::int64_t row0 = block.row(nd.first);
+    const __mmask8 m        = first_lanes(nd.rows);
+    __m512d sum             = z ? _mm512_maskz_loadu_pd(m, z + row0) : _mm512_setzero_pd();
+    with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
+      sum = node_sums<Order>(sum, vals + nd.values, nd.rows, m, cols, nd.length, xs);
+    });
+    _mm512_mask_storeu_pd(y + row0, m, sum);
+  }
+}
+#endif
+
+// Nodes [n0, n1) without AVX-512: each row through the reference's node_row_dot.
+template <SumOrder Order, typename S>
+void nodes_portable(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
+{
+  const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+  for (std::int64_t i = n0; i < n1; ++i) {
+    const NodeInfo &nd      = block.nodes[i];
+    const std::int64_t row0 = block.row(nd.first);
+    const auto node_vals = vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
+    with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
+      for (int r = 0; r < nd.rows; ++r)
+        y[row0 + r] = node_row_dot<Order>(z ? z[row0 + r] : 0.0, node_vals, r, nd.rows, cols, nd.length, xs);
+    });
+  }
+}
+
+template <SumOrder Order, typename S>
+void nodes(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
+{
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  nodes_avx512<Order, S>(block, n0, n1, x, z, y);
+#else
+  nodes_portable<Order, S>(block, n0, n1, x, z, y);
+#endif
+}
+
+// Transpose of nodes [n0, n1) into y: entry e of all the node's rows, in row
+// order, then entry e + 1; each y entry receives its terms in row order.
+template <typename S>
+void nodes_transpose(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, double *y)
+{
+  const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+  for (std::int64_t i = n0; i < n1; ++i) {
+    const NodeInfo &nd      = block.nodes[i];
+    const std::int64_t row0 = block.row(nd.first);
+    with_node_columns(block, nd, y, [&](auto cols, double *ys) {
+      for (std::int64_t e = 0; e < nd.length; ++e) {
+        double t = ys[cols[e]];
+        for (int r = 0; r < nd.rows; ++r) t += vals[nd.values + e * nd.rows + r] * x[row0 + r];
+        ys[cols[e]] = t;
+      }
+    });
+  }
+}
+
 } // namespace
 
 bool threads_available()
@@ -280,14 +374,17 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
     }
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
-      if (block.sliced()) thread_slices(block, t, team, k0, k1);
+      if (block.node_layout()) thread_nodes(block, t, team, k0, k1);
+      else if (block.sliced()) thread_slices(block, t, team, k0, k1);
       else thread_rows(block, pattern.rowptr, t, team, k0, k1);
       dispatch_format(block.format, [&](auto tag) {
         using S = typename decltype(tag)::type;
         // z aliasing y is safe: each row reads z[row] before writing y[row]
         dispatch_order(A.order, [&](auto order) {
           constexpr SumOrder O = decltype(order)::value;
-          if (block.sliced())
+          if (block.node_layout())
+            nodes<O, S>(block, k0, k1, x, z, y);
+          else if (block.sliced())
             slices<O, S>(block, k0, k1, x, z, y);
           else if (block.grouped())
             block_rows<O, S, true>(block, pattern, k0, k1, x, z, y);
@@ -316,6 +413,11 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
     double *mine = partial.data() + static_cast<std::size_t>(ncols) * t;
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
+      if (block.node_layout()) {
+        thread_nodes(block, t, team, k0, k1);
+        dispatch_format(block.format, [&](auto tag) { nodes_transpose<typename decltype(tag)::type>(block, k0, k1, x, mine); });
+        continue;
+      }
       if (block.sliced()) { // whole slices, as rows
         thread_slices(block, t, team, k0, k1);
         k0 = k0 * kSliceRows;

@@ -11,6 +11,23 @@ namespace reference {
 
 namespace {
 
+// y = A x (+ z) over the rows of a node block, row by row.
+template <typename S, SumOrder Order>
+void node_block_spmv(const RowBlock &block, const double *x, const double *z, double *y)
+{
+  const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+  for (const NodeInfo &nd : block.nodes) {
+    const auto node_vals = vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
+    with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
+      for (int r = 0; r < nd.rows; ++r) {
+        const std::int64_t row = block.row(nd.first + r);
+        const double init      = block.grouped() ? y[row] : (z ? z[row] : 0.0);
+        y[row]                 = node_row_dot<Order>(init, node_vals, r, nd.rows, cols, nd.length, xs);
+      }
+    });
+  }
+}
+
 template <typename Index>
 void rowwise_spmv(const CompactCsr &A, CsrPattern<Index> p, const double *x, const double *z, double *y)
 {
@@ -21,6 +38,10 @@ void rowwise_spmv(const CompactCsr &A, CsrPattern<Index> p, const double *x, con
       using S         = typename decltype(tag)::type;
       const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
       dispatch_order(A.order, [&](auto order) {
+        if (block.node_layout()) {
+          node_block_spmv<S, decltype(order)::value>(block, x, z, y);
+          return;
+        }
         for (std::int64_t k = 0; k < block.row_count(); ++k) {
           const std::int64_t row = block.row(k);
           const double init      = block.grouped() ? y[row] : (z ? z[row] : 0.0);
@@ -89,6 +110,14 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> p, const double *x, c
     dispatch_format(block.format, [&](auto tag) {
       using S                  = typename decltype(tag)::type;
       const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+      if (block.node_layout()) {
+        const NodeInfo &nd = block.nodes[block.node_of(k)];
+        const int r        = static_cast<int>(k - nd.first);
+        with_node_columns(block, nd, y, [&](auto cols, double *ys) {
+          for (std::int64_t e = 0; e < nd.length; ++e) ys[cols[e]] += vals[nd.values + e * nd.rows + r] * x[row];
+        });
+        return;
+      }
       with_row_entries(block, p.rowptr, p.cols, k, [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
         for (std::int64_t e = 0; e < n; ++e) y[cols[e * stride]] += vals[first + e * stride] * x[row];
       });

@@ -22,6 +22,13 @@
 // read with one load, one conversion and one gather, each row still summed in
 // its own order. Chosen (layout `automatic`) when padding adds at most
 // kMaxSlicePadding of the block's nonzeros.
+// Or the rows may be stored in nodes (the register-blocked BCSR idea, as in
+// PETSc's inodes): consecutive rows with the same column pattern share one
+// list of column indices, 16-bit offsets from a base column where they fit,
+// and their values are interleaved column by column, so a kernel loads each x
+// entry once per node and updates all the node's rows with one SIMD
+// instruction, each row still summed in its own order. Chosen (layout
+// `automatic`) when the block's nodes hold kMinNodeRows rows on average.
 #pragma once
 
 #include <cstdint>
@@ -58,11 +65,12 @@ enum class SumOrder : std::uint8_t { sequential, paired };
 
 // How the rows of a block are laid out in memory (not a change of values).
 enum class Layout : std::uint8_t {
-  automatic, // sliced when the padding is small and columns fit 32 bits, else CSR order
+  automatic, // nodes where rows share patterns, else sliced when the padding is small, else CSR order
   csr,       // values in the master's row order, indices read from the master
-  sliced     // always sliced (an error when the block has 2^31 columns or more)
+  sliced,    // always sliced (an error when the block has 2^31 columns or more)
+  node       // always nodes (of one row where no neighbour shares the pattern)
 };
-inline constexpr int kLayoutCount = 3;
+inline constexpr int kLayoutCount = 4;
 const char *layout_name(Layout l);
 bool parse_layout(const char *name, Layout *l);
 
@@ -109,6 +117,25 @@ inline constexpr int kSliceRows = 8;
 // times its nonzeros (padding costs bytes a product must move).
 inline constexpr double kMaxSlicePadding = 1.25;
 
+// Node layout: at most this many rows per node (one AVX-512 register of fp64
+// sums), and the mean node size from which `automatic` prefers nodes.
+inline constexpr int kMaxNodeRows     = 8;
+inline constexpr double kMinNodeRows  = 2.0;
+
+// One node: `rows` consecutive matrix rows (block rows first .. first+rows-1)
+// with the same `length` columns. Entry e of its row r is the value at
+// values + e * rows + r; its column is col_base + offset[e] (16-bit offsets at
+// byte `indices` of node_cols) or, when `wide`, the 32-bit column at that byte.
+struct NodeInfo {
+  std::int64_t values  = 0;
+  std::int64_t indices = 0;
+  std::int64_t first   = 0;
+  std::int32_t length  = 0;
+  std::int32_t col_base = 0;
+  std::uint8_t rows    = 0;
+  std::uint8_t wide    = 0;
+};
+
 struct RowBlock {
   Format format         = Format::fp64;
   std::int64_t row_begin = 0, row_end = 0; // run layout: rows [row_begin, row_end)
@@ -123,13 +150,29 @@ struct RowBlock {
   std::vector<std::int64_t> slice_offsets; // slices + 1
   BigArray<std::int32_t> row_lengths;      // kSliceRows * slices; 0 past the last row
   BigArray<std::int32_t> cols;
+  // Node layout: the nodes in block-row order, covering every block row, and
+  // their column indices.
+  std::vector<NodeInfo> nodes;
+  AlignedBytes node_cols;
 
   bool grouped() const { return !rows.empty(); }
+  bool node_layout() const { return !nodes.empty(); }
+  // The node holding block row k (node layout).
+  std::int64_t node_of(std::int64_t k) const
+  {
+    std::int64_t lo = 0, hi = static_cast<std::int64_t>(nodes.size()); // nodes[lo].first <= k < nodes[hi].first
+    while (hi - lo > 1) {
+      const std::int64_t mid = (lo + hi) / 2;
+      (nodes[mid].first <= k ? lo : hi) = mid;
+    }
+    return lo;
+  }
   bool sliced() const { return !slice_offsets.empty(); }
   std::int64_t row_count() const { return grouped() ? static_cast<std::int64_t>(rows.size()) : row_end - row_begin; }
   std::int64_t row(std::int64_t k) const { return grouped() ? rows[k] : row_begin + k; }
   std::int64_t slice_count() const { return sliced() ? static_cast<std::int64_t>(slice_offsets.size()) - 1 : 0; }
-  // Stored entries, padding included.
+  // Stored entries, padding included. Value and column positions below are
+  // those of the row-wise layouts; node blocks are read through `nodes`.
   std::int64_t stored_count() const { return sliced() ? slice_offsets.back() : nnz; }
   // Where entry e of block row k is stored (in `values`, and in `cols` when
   // sliced); row_start is the master's rowptr[row(k)].
@@ -161,6 +204,10 @@ struct StorageStats {
   std::int64_t nrows = 0, nnz = 0;
   std::int64_t stored      = 0; // values stored: nnz plus the padding of sliced blocks
   std::int64_t sliced_rows = 0; // rows of sliced blocks
+  std::int64_t node_rows   = 0; // rows of node blocks
+  std::int64_t nodes       = 0; // nodes of node blocks
+  std::int64_t wide_nodes  = 0; // nodes whose columns span more than 16-bit offsets
+  std::int64_t nodes_of_size[kMaxNodeRows + 1] = {};
   std::int64_t value_bytes = 0; // bytes of stored values
   std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
   int index_size = 4;           // bytes of one master index
