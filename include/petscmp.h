@@ -45,10 +45,16 @@ PETSC_EXTERN const char *const MatAIJMPStorages[];
 /*E
    MatAIJMPLayout - how the compact copy of a `MATAIJMP` matrix lays out its rows (the values are the same in all)
 
-$  MAT_AIJMP_LAYOUT_AUTO   - sliced where padding adds at most 25% of a block's nonzeros and columns fit 32 bits, else CSR (default)
+$  MAT_AIJMP_LAYOUT_AUTO   - nodes where consecutive rows share their columns (2 rows a node or more on average), else
+$                            sliced where padding adds at most 25% of a block's nonzeros and columns fit 32 bits,
+$                            else CSR (default)
 $  MAT_AIJMP_LAYOUT_CSR    - values in the row order of the AIJ master, whose column indices products read
 $  MAT_AIJMP_LAYOUT_SLICED - slices of 8 rows stored column by column (SELL-8) with their own 32-bit columns,
                              read 8 rows per SIMD instruction; rows padded to the longest row of their slice
+$  MAT_AIJMP_LAYOUT_NODE   - nodes of up to 8 consecutive rows with the same columns (as PETSc's inodes, or the
+                             dofs of a mesh node): one column list per node, as 16-bit offsets from the node's first
+                             column where they fit, the node's values side by side, so each x entry is read once
+                             per node and all its rows are updated by one SIMD instruction
 
    Level: advanced
 
@@ -57,7 +63,8 @@ E*/
 typedef enum {
   MAT_AIJMP_LAYOUT_AUTO,
   MAT_AIJMP_LAYOUT_CSR,
-  MAT_AIJMP_LAYOUT_SLICED
+  MAT_AIJMP_LAYOUT_SLICED,
+  MAT_AIJMP_LAYOUT_NODE
 } MatAIJMPLayout;
 PETSC_EXTERN const char *const MatAIJMPLayouts[];
 
@@ -100,9 +107,14 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 +  rows[f], nnz[f]     - nonempty rows and nonzeros stored in format f (entrysplit: rows with an entry in format f)
 .  max_rel_error[f]    - largest relative change |stored - a|/|a| of an entry stored in format f
 .  stored              - values stored, including the explicit zeros that pad the rows of sliced blocks
-.  sliced_rows         - rows in the sliced layout (`MatAIJMPSetLayout()`); the others are in CSR order
+.  sliced_rows         - rows in the sliced layout (`MatAIJMPSetLayout()`)
+.  node_rows           - rows in the node layout; the rows neither sliced nor in nodes are in CSR order
+.  nodes               - nodes of the node layout
+.  wide_nodes          - of those, the nodes whose columns span too much for 16-bit offsets (32-bit columns)
+.  nodes_of_size[s]    - nodes of s rows, s = 1..8 (node counts, with MPI, are those of the diagonal blocks)
 .  bytes               - bytes a MatMult reads from the matrix (values and indices)
-.  aij_bytes           - the same for `MATAIJ`
+.  aij_bytes           - the same for `MATAIJ`: with PETSc's inode kernel (one column index per inode) where SeqAIJ
+                         uses it, else one column index per nonzero
 .  lossy               - whether the stored operator may differ from the assembled one
 .  kernel_parts[k]     - local blocks (one per rank serial, two with MPI) whose products are not decided yet (k = 0),
                          use PETSc's AIJ kernel (1) or the compact kernel (2); see `MatAIJMPSetKernel()`
@@ -119,6 +131,10 @@ typedef struct {
   PetscReal max_rel_error[PETSCMP_NUM_FORMATS];
   PetscInt64 stored;
   PetscInt64 sliced_rows;
+  PetscInt64 node_rows;
+  PetscInt64 nodes;
+  PetscInt64 wide_nodes;
+  PetscInt64 nodes_of_size[9];
   PetscReal bytes;
   PetscReal aij_bytes;
   PetscBool lossy;

@@ -394,9 +394,10 @@ template <typename S, typename Index>
 void fill_nodes(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, RowBlock &b, bool track, FormatStats &fs,
                 BufferPool &pool)
 {
-  pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
+  pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz + kNodeValuePadding) * sizeof(S));
   pool.lend(b.node_cols.buffer(), static_cast<std::size_t>(node_index_bytes(nodes)));
   S *vals              = b.values.as<S>();
+  for (int p = 0; p < kNodeValuePadding; ++p) vals[b.nnz + p] = encode_as<S>(0.0);
   unsigned char *index = b.node_cols.as<unsigned char>();
   for (const NodeInfo &nd : nodes) {
     const std::int64_t row0 = b.row(nd.first), start = csr.rowptr[row0];

@@ -259,12 +259,15 @@ void thread_nodes(const RowBlock &block, int t, int nt, std::int64_t &n0, std::i
 
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
 // sum + the node's products, all its rows in the lanes of m: entry e of the
-// rows is one read of the node's adjacent values and one broadcast of x.
-// Each lane takes exactly row_dot's steps for its row.
+// rows is one read of the node's adjacent values (a plain load: the block's
+// values are padded) and one broadcast of x. Each lane takes exactly
+// row_dot's steps for its row; lanes outside m stay 0 and raise nothing.
 template <SumOrder Order, typename S, typename C>
 inline __m512d node_sums(__m512d sum, const S *v, int rows, __mmask8 m, const C *cols, std::int64_t n, const double *x)
 {
-  auto product = [&](std::int64_t e) { return _mm512_mul_pd(decode8(v + e * rows, m), _mm512_set1_pd(x[cols[e]])); };
+  auto product = [&](std::int64_t e) {
+    return _mm512_maskz_mul_pd(m, decode8_padded(v + e * rows, m), _mm512_set1_pd(x[cols[e]]));
+  };
   std::int64_t e = 0;
   if constexpr (Order == SumOrder::paired)
     for (; e + 1 < n; e += 2) sum = _mm512_add_pd(sum, _mm512_add_pd(product(e), product(e + 1)));

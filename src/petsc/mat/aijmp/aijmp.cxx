@@ -6,7 +6,7 @@
 const char *const MatAIJMPStorages[] = {"lossless",   "fp32",      "fp16",     "bf16",       "fp11_20",
                                         "fp11_4",     "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage",
                                         "MAT_AIJMP_", nullptr};
-const char *const MatAIJMPLayouts[]  = {"auto", "csr", "sliced", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
+const char *const MatAIJMPLayouts[]  = {"auto", "csr", "sliced", "node", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
 const char *const MatAIJMPKernels[]  = {"auto", "aij", "compact", "MatAIJMPKernel", "MAT_AIJMP_KERNEL_", nullptr};
 const char *const PetscMPFormats[]   = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
                                         "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
@@ -16,6 +16,8 @@ namespace petscmp {
 static_assert(static_cast<int>(StorageMode::entrysplit) == MAT_AIJMP_ENTRYSPLIT, "storage enums must agree");
 static_assert(static_cast<int>(Format::fp11_4) == PETSCMP_FP11_4, "format enums must agree");
 static_assert(static_cast<int>(Layout::sliced) == MAT_AIJMP_LAYOUT_SLICED, "layout enums must agree");
+static_assert(static_cast<int>(Layout::node) == MAT_AIJMP_LAYOUT_NODE, "layout enums must agree");
+static_assert(kMaxNodeRows + 1 == sizeof(MatAIJMPInfo::nodes_of_size) / sizeof(PetscInt64), "node sizes must agree");
 
 // A block of its own: inside MatSetFromOptions' block, PETSc's -help would not
 // show these once SeqAIJ has printed its section.
@@ -40,7 +42,7 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
   PetscCall(PetscOptionsReal("-mat_aijmp_range", "Entrysplit: entries with |a| < range are stored in fp32",
                              "MatAIJMPSetEntrySplitRange", s.opts.range, &s.opts.range, nullptr));
   MatAIJMPLayout layout = static_cast<MatAIJMPLayout>(s.opts.layout);
-  PetscCall(PetscOptionsEnum("-mat_aijmp_layout", "Row layout of the compact copy: auto, csr or sliced (SELL-8)",
+  PetscCall(PetscOptionsEnum("-mat_aijmp_layout", "Row layout of the compact copy: auto, csr, sliced (SELL-8) or node (rows sharing columns)",
                              "MatAIJMPSetLayout", MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
   if (flg) s.opts.layout = static_cast<Layout>(layout);
   PetscCall(PetscOptionsEnum("-mat_aijmp_kernel",
@@ -104,6 +106,10 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
   }
   info.stored += c.stats.stored;
   info.sliced_rows += c.stats.sliced_rows;
+  info.node_rows += c.stats.node_rows;
+  info.nodes += c.stats.nodes;
+  info.wide_nodes += c.stats.wide_nodes;
+  for (int n = 0; n <= kMaxNodeRows; ++n) info.nodes_of_size[n] += c.stats.nodes_of_size[n];
   info.bytes += c.stats.bytes();
   info.aij_bytes += c.stats.aij_bytes();
   PetscFunctionReturn(0);
@@ -175,6 +181,16 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
                                    " values stored, %.1f%% of them padding\n",
                                    layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, info.stored,
                                    info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
+  if (info.nodes > 0) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  %" PetscInt64_FMT " rows in %" PetscInt64_FMT " nodes (%" PetscInt64_FMT
+                                     " with 32-bit columns, the others 16-bit offsets); rows per node: count",
+                                     info.node_rows, info.nodes, info.wide_nodes));
+    PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+    for (int n = 1; n <= kMaxNodeRows; ++n)
+      if (info.nodes_of_size[n]) PetscCall(PetscViewerASCIIPrintf(viewer, " %d: %" PetscInt64_FMT, n, info.nodes_of_size[n]));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+    PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
+  }
   PetscCall(AIJMPViewKernel(viewer, info, s));
   if (s.opts.mode == StorageMode::lossless) {
     PetscCall(PetscViewerASCIIPrintf(
@@ -295,7 +311,7 @@ PetscErrorCode MatAIJMPGetStorage(Mat A, MatAIJMPStorage *storage)
 -  layout - see `MatAIJMPLayout`
 
    Options Database Key:
-.  -mat_aijmp_layout <auto,csr,sliced> - the layout
+.  -mat_aijmp_layout <auto,csr,sliced,node> - the layout
 
    Notes:
    The layout changes how values are read, never which values are stored nor the order in which a row is summed:
@@ -311,7 +327,7 @@ PetscErrorCode MatAIJMPSetLayout(Mat A, MatAIJMPLayout layout)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(layout >= MAT_AIJMP_LAYOUT_AUTO && layout <= MAT_AIJMP_LAYOUT_SLICED, PetscObjectComm((PetscObject)A),
+  PetscCheck(layout >= MAT_AIJMP_LAYOUT_AUTO && layout <= MAT_AIJMP_LAYOUT_NODE, PetscObjectComm((PetscObject)A),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp layout %d", (int)layout);
   PetscCall(AIJMPChangeSettings(A, kSetLayout, [&](AIJMPSettings &s) {
     s.opts.layout = static_cast<Layout>(layout);

@@ -4,6 +4,7 @@
 // the formats of both blocks together (a row's format is chosen over the whole
 // row, as in serial), keeps the blocks seqaijmp when MPIAIJ recreates them at
 // preallocation, and reports for the whole matrix.
+#include <cstddef>
 #include "mat/aijmp/aijmpimpl.h"
 
 namespace petscmp {
@@ -168,6 +169,14 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f)
     info->rows[f] = part.rows[f];
   info->sliced_rows = part.sliced_rows;
+  info->node_rows   = part.node_rows;
+  info->nodes       = part.nodes;
+  info->wide_nodes  = part.wide_nodes;
+  for (int n = 0; n < 9; ++n) info->nodes_of_size[n] = part.nodes_of_size[n];
+  static_assert(offsetof(MatAIJMPInfo, nodes_of_size) + sizeof(info->nodes_of_size) - offsetof(MatAIJMPInfo, node_rows) ==
+                    12 * sizeof(PetscInt64),
+                "the node counts of MatAIJMPInfo are 12 consecutive PetscInt64");
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->node_rows, 12, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)A)));
   MPI_Comm comm = PetscObjectComm((PetscObject)A);
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));

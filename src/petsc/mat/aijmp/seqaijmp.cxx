@@ -87,25 +87,52 @@ KernelSelection &selection_of(Mat A)
 // sliced copy with one index per value does not beat. Typical: FEM matrices
 // whose values need fp64. The row formats cost one pass at most, and a row
 // needing fp64 is found at its first such value.
+// The bytes of A's product by PETSc's inode kernel (values, one column list
+// and one row pointer per inode), and the nonzeros of the columns lists; false
+// when SeqAIJ does not use inodes.
+PetscErrorCode aij_inode_bytes(Mat A, double *bytes, double *node_columns, PetscInt *nodes, PetscBool *uses_inodes)
+{
+  PetscInt *sizes = nullptr, limit;
+  CsrView<PetscInt> view;
+
+  PetscFunctionBegin;
+  *uses_inodes = PETSC_FALSE;
+  PetscCall(MatInodeGetInodeSizes(A, nodes, &sizes, &limit));
+  if (!sizes || *nodes <= 0 || A->rmap->n == 0) PetscFunctionReturn(0);
+  PetscCall(SeqAIJCsrView(A, view));
+  double columns = 0.0;
+  for (PetscInt k = 0, row = 0; k < *nodes && row < view.nrows; row += sizes[k++])
+    columns += static_cast<double>(view.rowptr[row + 1] - view.rowptr[row]);
+  *node_columns = columns;
+  *bytes        = 8.0 * static_cast<double>(view.rowptr[view.nrows]) + sizeof(PetscInt) * (columns + *nodes + 1.0);
+  *uses_inodes  = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
 {
-  PetscInt nodes = 0, *sizes = nullptr, limit;
+  PetscInt nodes = 0;
+  PetscBool inodes;
+  double aij = 0.0, node_columns = 0.0;
   CsrView<PetscInt> view;
   std::vector<Format> formats;
+  const StorageOptions &opts = data_of(A)->settings.opts;
 
   PetscFunctionBegin;
   sel.bytes_checked = true;
-  PetscCall(MatInodeGetInodeSizes(A, &nodes, &sizes, &limit));
-  if (!sizes || nodes <= 0 || A->rmap->n == 0) PetscFunctionReturn(0); // no inode kernel: time both
+  PetscCall(aij_inode_bytes(A, &aij, &node_columns, &nodes, &inodes));
+  if (!inodes) PetscFunctionReturn(0); // no inode kernel: time both
   PetscCall(SeqAIJCsrView(A, view));
-  PetscCall(guarded([&] { formats = choose_row_formats(std::vector<CsrView<PetscInt>>{view}, data_of(A)->settings.opts); }));
-  double compact = 0.0, nnz = 0.0;
-  for (PetscInt i = 0; i < view.nrows; ++i) {
-    const double n = static_cast<double>(view.rowptr[i + 1] - view.rowptr[i]);
-    compact += n * (static_cast<double>(format_bytes(formats[i])) + 4.0);
-    nnz += n;
-  }
-  const double aij = nnz * (8.0 + static_cast<double>(sizeof(PetscInt)) * nodes / static_cast<double>(view.nrows));
+  PetscCall(guarded([&] { formats = choose_row_formats(std::vector<CsrView<PetscInt>>{view}, opts); }));
+  double compact = 0.0;
+  for (PetscInt i = 0; i < view.nrows; ++i)
+    compact += static_cast<double>(view.rowptr[i + 1] - view.rowptr[i]) * static_cast<double>(format_bytes(formats[i]));
+  // indices: the node layout (estimated from PETSc's inodes) keeps one 16-bit list per node, the others a 32-bit
+  // column per value
+  const bool node_layout = (opts.layout == Layout::node || opts.layout == Layout::automatic) &&
+                           kMinNodeRows * static_cast<double>(nodes) <= static_cast<double>(view.nrows);
+  compact += node_layout ? 2.0 * node_columns + static_cast<double>(sizeof(NodeInfo)) * nodes
+                         : 4.0 * static_cast<double>(view.rowptr[view.nrows]);
   if (compact >= aij) {
     sel.chosen    = MAT_AIJMP_KERNEL_AIJ;
     sel.by_bytes  = true;
@@ -290,6 +317,13 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
     if (!uses) drop_compact_values(d);
   }
   PetscCall(AIJMPAccumulateInfo(*d->compact, *info));
+  { // AIJ's bytes as its inode kernel reads them, where SeqAIJ uses one
+    PetscInt nodes;
+    PetscBool inodes;
+    double bytes, columns;
+    PetscCall(aij_inode_bytes(A, &bytes, &columns, &nodes, &inodes));
+    if (inodes) info->aij_bytes = bytes;
+  }
   info->lossy = storage_mode_is_lossy(d->compact->mode) ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(SeqAIJMPKernelInfo(A, *info));
   PetscFunctionReturn(0);
@@ -563,7 +597,8 @@ PetscErrorCode MatConvert_SeqAIJ_SeqAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
 .  -mat_aijmp_range_factor <f> - rowsplit range r = f * mean|a|
 .  -mat_aijmp_row_fraction <p> - rowsplit: a row is fp32 when at least this fraction of its values lie in (-r, r)
 .  -mat_aijmp_range <r> - entrysplit: |a| < r is stored in fp32
-.  -mat_aijmp_layout <auto,csr,sliced> - row layout of the compact copy (sliced: SELL-8, 8 rows per SIMD instruction)
+.  -mat_aijmp_layout <auto,csr,sliced,node> - row layout of the compact copy (sliced: SELL-8, 8 rows per SIMD
+                                             instruction; node: rows sharing columns, one 16-bit column list per node)
 .  -mat_aijmp_kernel <auto,aij,compact> - product kernel; auto keeps the faster of AIJ's and the compact one (lossless)
 -  -mat_aijmp_threads <n> - OpenMP threads per process for the products (default 1, or OMP_NUM_THREADS)
 

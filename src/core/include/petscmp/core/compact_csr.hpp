@@ -120,6 +120,9 @@ inline constexpr double kMaxSlicePadding = 1.25;
 // Node layout: at most this many rows per node (one AVX-512 register of fp64
 // sums), and the mean node size from which `automatic` prefers nodes.
 inline constexpr int kMaxNodeRows     = 8;
+// The values of a node block are followed by this many zero values, so that a
+// kernel may read 8 values from any entry with one plain load.
+inline constexpr int kNodeValuePadding = 8;
 inline constexpr double kMinNodeRows  = 2.0;
 
 // One node: `rows` consecutive matrix rows (block rows first .. first+rows-1)

@@ -286,6 +286,47 @@ inline __m512d decode8(const fp11_4_t *src, __mmask8 m)
   return _mm512_castsi512_pd(
       _mm512_maskz_slli_epi64(0xff, _mm512_maskz_cvtepu16_epi64(0xff, _mm_maskz_loadu_epi16(m, src)), 48));
 }
+// ---- 8 values read with one plain (unmasked) load, converted in the lanes of m
+// (others 0). A masked load of data that straddles cache lines is several
+// times slower than a plain one on AMD Zen 5 (measured: 6.6 vs 20.8 GB/s on
+// interleaved 3-row nodes), so kernels that read short runs at any offset use
+// these; the caller guarantees that 8 values from src are readable (padding).
+// The conversion is masked, so values outside m raise no exception.
+// A plain load kept in a register: without the empty asm the compiler folds it
+// into the masked conversion as a masked memory operand, the slow form.
+template <typename V> inline V plain_load(V v)
+{
+  __asm__("" : "+v"(v));
+  return v;
+}
+inline __m512d decode8_padded(const double *src, __mmask8 m)
+{
+  return _mm512_maskz_mov_pd(m, plain_load(_mm512_loadu_pd(src)));
+}
+inline __m512d decode8_padded(const float *src, __mmask8 m)
+{
+  return _mm512_maskz_cvtps_pd(m, plain_load(_mm256_loadu_ps(src)));
+}
+inline __m512d decode8_padded(const fp16_t *src, __mmask8 m)
+{
+  const __m128i h = plain_load(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+  return _mm512_maskz_cvtps_pd(m, _mm256_maskz_cvtph_ps(m, h));
+}
+inline __m512d decode8_padded(const bf16_t *src, __mmask8 m)
+{
+  const __m128i h = plain_load(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+  return _mm512_maskz_cvtps_pd(m, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_maskz_cvtepu16_epi32(m, h), 16)));
+}
+inline __m512d decode8_padded(const fp11_20_t *src, __mmask8 m)
+{
+  const __m256i w = plain_load(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(src)));
+  return _mm512_castsi512_pd(_mm512_maskz_slli_epi64(m, _mm512_maskz_cvtepu32_epi64(m, w), 32));
+}
+inline __m512d decode8_padded(const fp11_4_t *src, __mmask8 m)
+{
+  const __m128i h = plain_load(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+  return _mm512_castsi512_pd(_mm512_maskz_slli_epi64(m, _mm512_maskz_cvtepu16_epi64(m, h), 48));
+}
 // the bulk read of up to 8 values: the register decode, stored
 inline void decode_upto8(const fp16_t *src, unsigned n, double *out)
 {
