@@ -325,6 +325,15 @@ inline double relative_change(double v, double r)
   return std::fabs(r - v) / std::fabs(v);
 }
 
+// worst = max(worst, relative_change(v, r)), with the division only where the
+// change may exceed worst (rarely, once the largest change has been seen).
+inline void note_change(double v, double r, double &worst)
+{
+  if (double_bits(r) == double_bits(v)) return;
+  if (std::fabs(r - v) <= worst * std::fabs(v)) return; // false for NaN and Inf: decided below
+  worst = std::max(worst, relative_change(v, r));
+}
+
 // Encodes n values of a row to out[0], out[stride], ...; the largest relative
 // change is tracked only for lossy modes (lossless rows are exact by choice).
 template <typename S>
@@ -335,9 +344,9 @@ void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bo
     return;
   }
   for (std::int64_t e = 0; e < n; ++e) {
-    const S s          = encode_as<S>(v[e]);
-    out[e * stride]    = s;
-    worst              = std::max(worst, relative_change(v[e], decode(s)));
+    const S s       = encode_as<S>(v[e]);
+    out[e * stride] = s;
+    note_change(v[e], decode(s), worst);
   }
 }
 
@@ -399,10 +408,19 @@ void fill_nodes(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, RowBlock
   S *vals              = b.values.as<S>();
   for (int p = 0; p < kNodeValuePadding; ++p) vals[b.nnz + p] = encode_as<S>(0.0);
   unsigned char *index = b.node_cols.as<unsigned char>();
+  double worst = fs.max_relative_error;
   for (const NodeInfo &nd : nodes) {
     const std::int64_t row0 = b.row(nd.first), start = csr.rowptr[row0];
-    for (int r = 0; r < nd.rows; ++r)
-      encode_row(csr.values + csr.rowptr[row0 + r], nd.length, vals + nd.values + r, nd.rows, track, fs.max_relative_error);
+    const double *src[kMaxNodeRows];
+    for (int r = 0; r < nd.rows; ++r) src[r] = csr.values + csr.rowptr[row0 + r];
+    S *out = vals + nd.values; // written in order: entry e of every row, then e + 1
+    for (std::int32_t e = 0; e < nd.length; ++e)
+      for (int r = 0; r < nd.rows; ++r) {
+        const double v = src[r][e];
+        *out           = encode_as<S>(v);
+        if (track) note_change(v, decode(*out), worst);
+        ++out;
+      }
     if (nd.wide) {
       auto *c = reinterpret_cast<std::int32_t *>(index + nd.indices);
       for (std::int32_t e = 0; e < nd.length; ++e) c[e] = static_cast<std::int32_t>(csr.cols[start + e]);
@@ -411,6 +429,7 @@ void fill_nodes(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, RowBlock
       for (std::int32_t e = 0; e < nd.length; ++e) c[e] = static_cast<std::uint16_t>(csr.cols[start + e] - nd.col_base);
     }
   }
+  fs.max_relative_error = worst;
   b.nodes = std::move(nodes);
   b.value_offsets.clear();
   b.value_offsets.shrink_to_fit();
@@ -470,7 +489,9 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCs
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
     if (b.node_layout()) count_nodes(b, out.stats);
-    out.stats.value_bytes += static_cast<std::int64_t>(b.values.size());
+    // a node block's padding is never read as values
+    out.stats.value_bytes += b.node_layout() ? b.nnz * static_cast<std::int64_t>(format_bytes(b.format))
+                                             : static_cast<std::int64_t>(b.values.size());
     out.stats.index_bytes += block_index_bytes<Index>(b);
   }
 }

@@ -105,6 +105,38 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
   }
 }
 
+// A node block: nodes tile its rows in order; a node's rows are consecutive
+// matrix rows with one column pattern, which its indices hold; the values are
+// followed by zero padding.
+template <typename Index> void check_nodes(const RowBlock &b, const TestCsr<Index> &m)
+{
+  EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz + kNodeValuePadding) * format_bytes(b.format));
+  for (int p = 0; p < kNodeValuePadding; ++p) EXPECT_EQ(decode_at(b.values, b.format, b.nnz + p), 0.0) << "padding must be zero";
+  std::int64_t next = 0, values = 0;
+  for (const NodeInfo &nd : b.nodes) {
+    EXPECT_EQ(nd.first, next);
+    EXPECT_EQ(nd.values, values);
+    ASSERT_GE(nd.rows, 1);
+    ASSERT_LE(nd.rows, kMaxNodeRows);
+    const Index row0 = static_cast<Index>(b.row(nd.first));
+    for (int r = 0; r < nd.rows; ++r) {
+      const Index row = static_cast<Index>(b.row(nd.first + r));
+      EXPECT_EQ(row, row0 + r) << "a node's rows are consecutive";
+      ASSERT_EQ(m.row_len(row), nd.length);
+      for (Index e = 0; e < nd.length; ++e) {
+        const unsigned char *at = b.node_cols.as<unsigned char>() + nd.indices;
+        const std::int64_t col  = nd.wide ? reinterpret_cast<const std::int32_t *>(at)[e]
+                                          : nd.col_base + reinterpret_cast<const std::uint16_t *>(at)[e];
+        EXPECT_EQ(col, static_cast<std::int64_t>(m.cols[m.rowptr[row] + e])) << "row " << row << " entry " << e;
+      }
+    }
+    next += nd.rows;
+    values += static_cast<std::int64_t>(nd.rows) * nd.length;
+  }
+  EXPECT_EQ(next, b.row_count());
+  EXPECT_EQ(values, b.nnz);
+}
+
 template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<Index> &m)
 {
   Readback out;
@@ -117,10 +149,11 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
   std::int64_t next_run_row = 0;
   for (const RowBlock &b : A.blocks) {
     if (b.sliced()) check_slices(b, m);
+    else if (b.node_layout()) check_nodes(b, m);
     else EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
     if (b.grouped()) {
       EXPECT_FALSE(A.all_rows_covered);
-      if (!b.sliced()) {
+      if (!b.sliced() && !b.node_layout()) {
         EXPECT_EQ(b.value_offsets.size(), b.rows.size() + 1);
         EXPECT_EQ(b.value_offsets.front(), 0);
         EXPECT_EQ(b.value_offsets.back(), b.nnz);

@@ -174,19 +174,26 @@ struct RowBlock {
   std::int64_t row_count() const { return grouped() ? static_cast<std::int64_t>(rows.size()) : row_end - row_begin; }
   std::int64_t row(std::int64_t k) const { return grouped() ? rows[k] : row_begin + k; }
   std::int64_t slice_count() const { return sliced() ? static_cast<std::int64_t>(slice_offsets.size()) - 1 : 0; }
-  // Stored entries, padding included. Value and column positions below are
-  // those of the row-wise layouts; node blocks are read through `nodes`.
+  // Stored entries, padding included (the zeros after a node block's values
+  // are not entries).
   std::int64_t stored_count() const { return sliced() ? slice_offsets.back() : nnz; }
   // Where entry e of block row k is stored (in `values`, and in `cols` when
   // sliced); row_start is the master's rowptr[row(k)].
   std::int64_t value_index(std::int64_t k, std::int64_t e, std::int64_t row_start) const
   {
+    if (node_layout()) {
+      const NodeInfo &nd = nodes[node_of(k)];
+      return nd.values + e * nd.rows + (k - nd.first);
+    }
     if (sliced()) return slice_offsets[k / kSliceRows] + e * kSliceRows + k % kSliceRows;
     if (grouped()) return value_offsets[k] + e;
     return row_start - value_base + e;
   }
-  // Distance between consecutive entries of one row.
-  std::int64_t value_stride() const { return sliced() ? kSliceRows : 1; }
+  // Distance between consecutive entries of block row k.
+  std::int64_t value_stride(std::int64_t k = 0) const
+  {
+    return node_layout() ? nodes[node_of(k)].rows : sliced() ? kSliceRows : 1;
+  }
 };
 
 // One part of an entry split: a CSR matrix of its own over all rows.
