@@ -150,28 +150,30 @@ static PetscErrorCode CheckInodes(Mat A, PetscBool expect, const char *label)
   PetscFunctionReturn(0);
 }
 
-/* Products of Amp in the csr and the sliced layout, lossless and fp16: bitwise equal to each other, and to AIJ's
-   when lossless. MatAIJMPGetInfo: csr stores exactly the nonzeros, sliced at least as many. */
-static PetscErrorCode CheckLayouts(Mat Amp, Mat Aaij, const char *label)
+/* Products of Amp in the csr, sliced and node layouts, lossless and fp16: bitwise equal to each other, and to AIJ's
+   when lossless. MatAIJMPGetInfo: csr and node store exactly the nonzeros, sliced at least as many; the node layout
+   holds every row, in nodes of 3 rows on inode matrices (some cut by the ranks' row ranges). */
+#define NUM_LAYOUTS 3
+static PetscErrorCode CheckLayouts(Mat Amp, Mat Aaij, PetscBool inode, const char *label)
 {
-  const MatAIJMPLayout  layouts[2]  = {MAT_AIJMP_LAYOUT_CSR, MAT_AIJMP_LAYOUT_SLICED};
+  const MatAIJMPLayout  layouts[NUM_LAYOUTS] = {MAT_AIJMP_LAYOUT_CSR, MAT_AIJMP_LAYOUT_SLICED, MAT_AIJMP_LAYOUT_NODE};
   const MatAIJMPStorage storages[2] = {MAT_AIJMP_LOSSLESS, MAT_AIJMP_FP16};
   MPI_Comm              comm        = PetscObjectComm((PetscObject)Amp);
-  Vec                   x, z, y[2], ya[2], yt[2];
+  Vec                   x, z, y[NUM_LAYOUTS], ya[NUM_LAYOUTS], yt[NUM_LAYOUTS];
   char                  what[160];
 
   PetscFunctionBeginUser;
   PetscCall(MatCreateVecs(Aaij, &x, &z));
   PetscCall(TestVecFill(x, 11));
   PetscCall(TestVecFill(z, 12));
-  for (int l = 0; l < 2; l++) {
+  for (int l = 0; l < NUM_LAYOUTS; l++) {
     PetscCall(VecDuplicate(z, &y[l]));
     PetscCall(VecDuplicate(z, &ya[l]));
     PetscCall(VecDuplicate(x, &yt[l]));
   }
   for (int s = 0; s < 2; s++) {
     PetscCall(MatAIJMPSetStorage(Amp, storages[s]));
-    for (int l = 0; l < 2; l++) {
+    for (int l = 0; l < NUM_LAYOUTS; l++) {
       MatAIJMPLayout got;
       MatAIJMPInfo   info;
       PetscInt64     nnz = 0;
@@ -180,8 +182,20 @@ static PetscErrorCode CheckLayouts(Mat Amp, Mat Aaij, const char *label)
       TEST_CHECK(comm, got == layouts[l], "%s: MatAIJMPGetLayout returned %s after setting %s", label, MatAIJMPLayouts[got], MatAIJMPLayouts[layouts[l]]);
       PetscCall(MatAIJMPGetInfo(Amp, &info));
       for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) nnz += info.nnz[f];
-      if (layouts[l] == MAT_AIJMP_LAYOUT_CSR) TEST_CHECK(comm, info.stored == nnz, "%s: csr layout stores %" PetscInt64_FMT " values for %" PetscInt64_FMT " nonzeros", label, info.stored, nnz);
+      if (layouts[l] != MAT_AIJMP_LAYOUT_SLICED) TEST_CHECK(comm, info.stored == nnz, "%s: %s layout stores %" PetscInt64_FMT " values for %" PetscInt64_FMT " nonzeros", label, MatAIJMPLayouts[layouts[l]], info.stored, nnz);
       else TEST_CHECK(comm, info.stored >= nnz, "%s: sliced layout stores %" PetscInt64_FMT " values for %" PetscInt64_FMT " nonzeros", label, info.stored, nnz);
+      if (layouts[l] == MAT_AIJMP_LAYOUT_NODE) {
+        PetscInt64 rows = 0, big = 0;
+        PetscInt   m;
+        PetscCall(MatGetLocalSize(Amp, &m, NULL));
+        PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &m, 1, MPIU_INT, MPI_SUM, comm));
+        for (int n = 1; n <= 8; n++) rows += n * info.nodes_of_size[n];
+        for (int n = 3; n <= 8; n++) big += info.nodes_of_size[n];
+        TEST_CHECK(comm, rows == info.node_rows, "%s: nodes of each size hold %" PetscInt64_FMT " rows, node_rows says %" PetscInt64_FMT, label, rows, info.node_rows);
+        /* storages that split a node's rows into different formats (fp16 on mixed values) may leave nodes of 1 or 2 */
+        if (storages[s] == MAT_AIJMP_LOSSLESS || !inode) TEST_CHECK(comm, info.node_rows == m, "%s: the node layout holds %" PetscInt64_FMT " of %" PetscInt_FMT " rows", label, info.node_rows, m);
+        if (inode) TEST_CHECK(comm, big > 0, "%s: an inode matrix in the node layout has no node of 3 rows or more", label);
+      } else TEST_CHECK(comm, info.nodes == 0, "%s: layout %s reports %" PetscInt64_FMT " nodes", label, MatAIJMPLayouts[layouts[l]], info.nodes);
       PetscCall(MatMult(Amp, x, y[l]));
       PetscCall(MatMultAdd(Amp, x, z, ya[l]));
       PetscCall(MatMultTranspose(Amp, z, yt[l]));
@@ -190,16 +204,19 @@ static PetscErrorCode CheckLayouts(Mat Amp, Mat Aaij, const char *label)
         PetscCall(CheckProducts(Amp, Aaij, PETSC_TRUE, 0, what, NULL));
       }
     }
-    PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMult csr against sliced", label, MatAIJMPStorages[storages[s]]));
-    PetscCall(TestCheckBitwise(y[0], y[1], what));
-    PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMultAdd csr against sliced", label, MatAIJMPStorages[storages[s]]));
-    PetscCall(TestCheckBitwise(ya[0], ya[1], what));
-    PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMultTranspose csr against sliced", label, MatAIJMPStorages[storages[s]]));
-    PetscCall(TestCheckBitwise(yt[0], yt[1], what));
+    for (int l = 1; l < NUM_LAYOUTS; l++) {
+      const char *st = MatAIJMPStorages[storages[s]], *lay = MatAIJMPLayouts[layouts[l]];
+      PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMult csr against %s", label, st, lay));
+      PetscCall(TestCheckBitwise(y[0], y[l], what));
+      PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMultAdd csr against %s", label, st, lay));
+      PetscCall(TestCheckBitwise(ya[0], ya[l], what));
+      PetscCall(PetscSNPrintf(what, sizeof what, "%s %s: MatMultTranspose csr against %s", label, st, lay));
+      PetscCall(TestCheckBitwise(yt[0], yt[l], what));
+    }
   }
   PetscCall(MatAIJMPSetStorage(Amp, MAT_AIJMP_LOSSLESS));
   PetscCall(MatAIJMPSetLayout(Amp, MAT_AIJMP_LAYOUT_AUTO));
-  for (int l = 0; l < 2; l++) {
+  for (int l = 0; l < NUM_LAYOUTS; l++) {
     PetscCall(VecDestroy(&y[l]));
     PetscCall(VecDestroy(&ya[l]));
     PetscCall(VecDestroy(&yt[l]));
@@ -306,10 +323,10 @@ int main(int argc, char **argv)
     PetscCall(CheckProducts(Amp, Aaij, PETSC_TRUE, 0, label, NULL));
     PetscCall(CheckInfo(Amp, Aaij, NULL, label));
 
-    /* layouts: the same values summed in the same order, so products are bitwise equal in csr and sliced
+    /* layouts: the same values summed in the same order, so products are bitwise equal in csr, sliced and node
        (lossless also equal to AIJ); csr stores no padding, sliced pads rows to their slice's longest */
     PetscCall(PetscSNPrintf(label, sizeof label, "%s", inode ? (runs ? "inode/runs" : "inode/mixed") : (runs ? "no-inode/runs" : "no-inode/mixed")));
-    PetscCall(CheckLayouts(Amp, Aaij, label));
+    PetscCall(CheckLayouts(Amp, Aaij, inode ? PETSC_TRUE : PETSC_FALSE, label));
 
     PetscCall(MatDestroy(&Amp));
     PetscCall(MatDestroy(&Aaij));
