@@ -119,7 +119,7 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  kernel_parts[k]     - local blocks (one per rank serial, two with MPI) whose products are not decided yet (k = 0),
                          use PETSc's AIJ kernel (1) or the compact kernel (2); see `MatAIJMPSetKernel()`
 .  kernel_by_bytes     - of kernel_parts[1], the blocks that chose AIJ's kernel without timing: AIJ runs its inode kernel
-                         and the compact copy would read at least AIJ's bytes
+                         and the compact copy would read more than 90% of AIJ's bytes (it is then never built)
 -  kernel_ms[k]        - serial, `MAT_AIJMP_KERNEL_AUTO` once decided: median time in ms of the timed AIJ (0) and
                          compact (1) products
 
