@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: three sections, serial and on 2 ranks; the output also goes to $BUILD/bench-results.txt.
-#   matmult: bench/bench_matmult   (MatMult: AIJ, SELL, every aijmp mode)
+#   matmult: bench/bench_matmult   (MatMult: AIJ, SELL, every aijmp mode; 7-pt, 27-pt and a bs-3 FEM matrix)
 #   pc:      bench/bench_pcapply   (block-Jacobi setup and apply: apbjacobi against VPBJACOBI and PBJACOBI)
 #   cg:      tutorials/ex2 CG solves (3D elasticity): AIJ+VPBJACOBI (30- and 3-row blocks), AIJ+apbjacobi (both),
 #            aijmp (lossless, fp32)+apbjacobi
