@@ -25,12 +25,6 @@ int BlockPartition::max_block_size() const
 
 namespace {
 
-template <typename Index> bool same_pattern(const CsrView<Index> &csr, std::int64_t i, std::int64_t j)
-{
-  const Index ni = csr.rowptr[i + 1] - csr.rowptr[i], nj = csr.rowptr[j + 1] - csr.rowptr[j];
-  return ni == nj && std::equal(csr.cols + csr.rowptr[i], csr.cols + csr.rowptr[i + 1], csr.cols + csr.rowptr[j]);
-}
-
 void check_block_size(int size)
 {
   if (size < 1 || size > kMaxBlockSize)

@@ -267,14 +267,6 @@ template <typename Index> std::vector<std::int64_t> slice_offsets_of(const CsrVi
   return offsets;
 }
 
-// Whether rows a and b have the same columns (nodes need identical patterns).
-template <typename Index> bool same_pattern(const CsrView<Index> &csr, std::int64_t a, std::int64_t b)
-{
-  const Index n = csr.rowptr[a + 1] - csr.rowptr[a];
-  return csr.rowptr[b + 1] - csr.rowptr[b] == n &&
-         std::memcmp(csr.cols + csr.rowptr[a], csr.cols + csr.rowptr[b], static_cast<std::size_t>(n) * sizeof(Index)) == 0;
-}
-
 // The nodes of block b: runs of at most kMaxNodeRows consecutive block rows
 // that are consecutive matrix rows with one column pattern; each node's
 // columns as 16-bit offsets from its smallest column where they fit. False

@@ -31,6 +31,7 @@
 // `automatic`) when the block's nodes hold kMinNodeRows rows on average.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -92,6 +93,13 @@ template <typename Index> struct CsrView {
   const Index *cols    = nullptr;
   const double *values = nullptr;
 };
+
+// Whether rows i and j of csr have the same columns (a node, or a supervariable).
+template <typename Index> bool same_pattern(const CsrView<Index> &csr, std::int64_t i, std::int64_t j)
+{
+  const Index ni = csr.rowptr[i + 1] - csr.rowptr[i], nj = csr.rowptr[j + 1] - csr.rowptr[j];
+  return ni == nj && std::equal(csr.cols + csr.rowptr[i], csr.cols + csr.rowptr[i + 1], csr.cols + csr.rowptr[j]);
+}
 
 // Value bytes, 64-byte aligned so every storage type can be read in place.
 class AlignedBytes {
