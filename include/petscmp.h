@@ -120,8 +120,12 @@ PETSC_EXTERN const char *const PetscMPFormats[];
                          use PETSc's AIJ kernel (1) or the compact kernel (2); see `MatAIJMPSetKernel()`
 .  kernel_by_bytes     - of kernel_parts[1], the blocks that chose AIJ's kernel without timing: AIJ runs its inode kernel
                          and the compact copy would read more than 90% of AIJ's bytes (it is then never built)
--  kernel_ms[k]        - serial, `MAT_AIJMP_KERNEL_AUTO` once decided: median time in ms of the timed AIJ (0) and
+.  kernel_ms[k]        - serial, `MAT_AIJMP_KERNEL_AUTO` once decided: median time in ms of the timed AIJ (0) and
                          compact (1) products
+.  builds              - compact copies built from scratch since the matrix was created: row formats, layout, indices
+                         and values (with MPI: of the diagonal block, the most of any process)
+-  value_builds        - value-only rebuilds: after a change of values with the same nonzero pattern, when every row
+                         keeps its format, the layout and indices are kept and only the values are rewritten
 
    Level: intermediate
 S*/
@@ -141,6 +145,8 @@ typedef struct {
   PetscInt64 kernel_parts[3];
   PetscInt64 kernel_by_bytes;
   PetscReal kernel_ms[2];
+  PetscInt64 builds;
+  PetscInt64 value_builds;
 } MatAIJMPInfo;
 
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);

@@ -6,6 +6,7 @@
 
 #include "petscmp/core/accessor.hpp"
 #include "petscmp/core/compact_csr.hpp"
+#include "petscmp/core/encode_simd.hpp"
 
 namespace petscmp {
 
@@ -17,7 +18,8 @@ const char *const kModeNames[kStorageModeCount] = {"lossless", "fp32",      "fp1
 // Ladders, narrowest first; among equal sizes the format with more significand
 // bits comes first.
 const Format kLosslessLadder[]  = {Format::fp16, Format::bf16, Format::fp32, Format::fp64};
-const Format kToleranceLadder[] = {Format::fp16, Format::bf16, Format::fp11_4, Format::fp32, Format::fp11_20, Format::fp64};
+const Format kToleranceLadder[] = {Format::fp16, Format::bf16,    Format::fp11_4,
+                                   Format::fp32, Format::fp11_20, Format::fp64};
 
 // The next wider format a uniform lossy mode falls back to for one row.
 Format wider_format(Format f)
@@ -62,17 +64,27 @@ public:
         if (!pred(p.values[k])) return false;
     return true;
   }
+  // pred(values, count) over runs of at most 8 consecutive values of the row
+  template <typename Pred> bool all_chunks_of8(Pred pred) const
+  {
+    for (const auto &p : parts_)
+      for (Index k = p.rowptr[row_]; k < p.rowptr[row_ + 1]; k += 8)
+        if (!pred(p.values + k, static_cast<unsigned>(std::min<Index>(8, p.rowptr[row_ + 1] - k)))) return false;
+    return true;
+  }
   std::int64_t count() const
   {
     std::int64_t n = 0;
-    for (const auto &p : parts_) n += p.rowptr[row_ + 1] - p.rowptr[row_];
+    for (const auto &p : parts_)
+      n += p.rowptr[row_ + 1] - p.rowptr[row_];
     return n;
   }
   template <typename Pred> std::int64_t count_if(Pred pred) const
   {
     std::int64_t n = 0;
     for (const auto &p : parts_)
-      for (Index k = p.rowptr[row_]; k < p.rowptr[row_ + 1]; ++k) n += pred(p.values[k]) ? 1 : 0;
+      for (Index k = p.rowptr[row_]; k < p.rowptr[row_ + 1]; ++k)
+        n += pred(p.values[k]) ? 1 : 0;
     return n;
   }
 
@@ -111,14 +123,43 @@ struct ExactIn {
     bf16 = bf16 && (float_bits(f) & 0xffffu) == 0;
     if (fp16) fp16 = double_bits(decode(encode_as<fp16_t>(v))) == double_bits(v);
   }
-  Format narrowest() const { return fp16 ? Format::fp16 : bf16 ? Format::bf16 : fp32 ? Format::fp32 : Format::fp64; }
+  // add() of n <= 8 consecutive values, 8 at once where AVX-512 is there
+  void add_upto8(const double *v, unsigned n)
+  {
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+    const __mmask8 m = first_lanes(n);
+    const __m512d x  = simd::load_upto8(v, n);
+    if (!simd::nonfinite_lanes(x, m)) {
+      const __m256 f = _mm512_maskz_cvtpd_ps(0xff, x);
+      if (_mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(_mm512_maskz_cvtps_pd(0xff, f)),
+                                        _mm512_castpd_si512(x))) {
+        fp16 = bf16 = fp32 = false;
+        return;
+      }
+      const __m256i bits = _mm256_castps_si256(f);
+      if (bf16) bf16 = !_mm256_mask_test_epi32_mask(m, bits, _mm256_set1_epi32(0xffff));
+      if (fp16) {
+        const __m256 back =
+            _mm256_maskz_cvtph_ps(0xff, _mm256_maskz_cvtps_ph(0xff, f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        fp16 = !_mm256_mask_cmpneq_epi32_mask(m, _mm256_castps_si256(back), bits);
+      }
+      return;
+    }
+#endif
+    for (unsigned i = 0; i < n && any(); ++i)
+      add(v[i]);
+  }
+  Format narrowest() const
+  {
+    return fp16 ? Format::fp16 : bf16 ? Format::bf16 : fp32 ? Format::fp32 : Format::fp64;
+  }
 };
 
 template <typename Index> Format lossless_row_format(const RowValues<Index> &row)
 {
   ExactIn exact;
-  row.all_of([&exact](double v) {
-    exact.add(v);
+  row.all_chunks_of8([&exact](const double *v, unsigned n) {
+    exact.add_upto8(v, n);
     return exact.any();
   });
   return exact.narrowest();
@@ -132,11 +173,33 @@ bool within_roundoff(Format f, double v, double lo, double hi)
   return (a >= lo && a <= hi) || stores_within_roundoff(f, v);
 }
 
+// within_roundoff of n <= 8 consecutive values (zero is exact in every format)
+bool all_within_roundoff(Format f, const double *v, unsigned n, double lo, double hi)
+{
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  const __mmask8 m = first_lanes(n);
+  const __m512d x = simd::load_upto8(v, n), a = _mm512_abs_pd(x);
+  const __mmask8 in_range =
+      _mm512_cmp_pd_mask(a, _mm512_set1_pd(lo), _CMP_GE_OQ) & _mm512_cmp_pd_mask(a, _mm512_set1_pd(hi), _CMP_LE_OQ);
+  const __mmask8 zero = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_EQ_OQ);
+  const unsigned rest = m & ~(in_range | zero);
+  if (!rest) return true;
+  for (unsigned i = 0; i < n; ++i)
+    if (((rest >> i) & 1u) && !within_roundoff(f, v[i], lo, hi)) return false;
+  return true;
+#else
+  for (unsigned i = 0; i < n; ++i)
+    if (!within_roundoff(f, v[i], lo, hi)) return false;
+  return true;
+#endif
+}
+
 template <typename Index> Format uniform_row_format(const RowValues<Index> &row, Format f)
 {
   for (; f != Format::fp64; f = wider_format(f)) {
     const double lo = min_normal(f), hi = max_finite(f);
-    if (row.all_of([f, lo, hi](double v) { return within_roundoff(f, v, lo, hi); })) return f;
+    if (row.all_chunks_of8([f, lo, hi](const double *v, unsigned n) { return all_within_roundoff(f, v, n, lo, hi); }))
+      return f;
   }
   return Format::fp64;
 }
@@ -158,6 +221,23 @@ template <typename Index> Format rowsplit_row_format(const RowValues<Index> &row
   const std::int64_t inside = row.count_if([r](double v) { return std::fabs(v) < r; });
   if (static_cast<double>(inside) < fraction * static_cast<double>(n)) return Format::fp64;
   return row.all_of([](double v) { return stores_within_roundoff(Format::fp32, v); }) ? Format::fp32 : Format::fp64;
+}
+
+// The format of one row in mode opts.mode (r: rowsplit's range).
+template <typename Index> Format row_format(const RowValues<Index> &row, const StorageOptions &opts, double r)
+{
+  switch (opts.mode) {
+  case StorageMode::lossless:
+    return lossless_row_format(row);
+  case StorageMode::tolerance:
+    return tolerance_row_format(row, opts.tolerance);
+  case StorageMode::rowsplit:
+    return rowsplit_row_format(row, r, opts.row_fraction);
+  case StorageMode::entrysplit:
+    throw StorageError("petscmp: entrysplit chooses formats per entry, not per row");
+  default:
+    return uniform_row_format(row, uniform_format(opts.mode));
+  }
 }
 
 template <typename Index> double mean_abs(const std::vector<CsrView<Index>> &parts)
@@ -248,7 +328,8 @@ template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
   const std::int64_t rows = b.row_count(), list = b.grouped() ? rows * 4 : 0;
   if (b.node_layout()) return static_cast<std::int64_t>(b.nodes.size() * sizeof(NodeInfo) + b.node_cols.size()) + list;
   if (b.sliced())
-    return b.stored_count() * 4 + static_cast<std::int64_t>(b.row_lengths.size()) * 4 + (b.slice_count() + 1) * 8 + list;
+    return b.stored_count() * 4 + static_cast<std::int64_t>(b.row_lengths.size()) * 4 + (b.slice_count() + 1) * 8 +
+           list;
   if (b.grouped()) return static_cast<std::int64_t>(sizeof(Index)) * b.nnz + rows * (4 + 8 + 2 * sizeof(Index));
   return static_cast<std::int64_t>(sizeof(Index)) * (b.nnz + rows + 1);
 }
@@ -276,20 +357,27 @@ template <typename Index> bool find_nodes(const CsrView<Index> &csr, const RowBl
   const std::int64_t nrows = b.row_count();
   std::int64_t values = 0, indices = 0;
   nodes.clear();
+  // at most one node per row: no reallocation (copies, fresh pages) while growing
+  nodes.reserve(static_cast<std::size_t>(nrows));
   for (std::int64_t k = 0; k < nrows;) {
     const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
     int s = 1;
-    while (s < kMaxNodeRows && k + s < nrows && b.row(k + s) == row + s && same_pattern<Index>(csr, row, row + s)) ++s;
+    while (s < kMaxNodeRows && k + s < nrows && b.row(k + s) == row + s && same_pattern<Index>(csr, row, row + s))
+      ++s;
     NodeInfo nd;
     nd.first  = k;
     nd.rows   = static_cast<std::uint8_t>(s);
     nd.length = static_cast<std::int32_t>(n);
     nd.values = values;
     if (n > 0) {
-      const auto [lo, hi] = std::minmax_element(csr.cols + start, csr.cols + start + n);
-      if (*lo < 0 || *hi > std::numeric_limits<std::int32_t>::max()) return false;
-      nd.col_base = static_cast<std::int32_t>(*lo);
-      nd.wide     = *hi - *lo > std::numeric_limits<std::uint16_t>::max();
+      Index lo = csr.cols[start], hi = lo; // a loop the compiler vectorizes (std::minmax_element is not)
+      for (std::int64_t e = 1; e < n; ++e) {
+        lo = std::min(lo, csr.cols[start + e]);
+        hi = std::max(hi, csr.cols[start + e]);
+      }
+      if (lo < 0 || hi > std::numeric_limits<std::int32_t>::max()) return false;
+      nd.col_base = static_cast<std::int32_t>(lo);
+      nd.wide     = hi - lo > std::numeric_limits<std::uint16_t>::max();
     }
     if (nd.wide) indices = (indices + 3) / 4 * 4;
     nd.indices = indices;
@@ -326,13 +414,32 @@ inline void note_change(double v, double r, double &worst)
   worst = std::max(worst, relative_change(v, r));
 }
 
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// note_change for the lanes of m, 8 at once; lanes whose change may exceed
+// worst (rare once the largest is seen) go through note_change.
+inline void note_changes8(__m512d v, __m512d r, __mmask8 m, double &worst)
+{
+  const __mmask8 changed = _mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(v), _mm512_castpd_si512(r));
+  if (!changed) return;
+  const __m512d bound   = _mm512_mul_pd(_mm512_set1_pd(worst), _mm512_abs_pd(v));
+  const unsigned beyond = changed & ~_mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(r, v)), bound, _CMP_LE_OQ);
+  if (!beyond) return;
+  alignas(64) double vs[8], rs[8];
+  _mm512_store_pd(vs, v);
+  _mm512_store_pd(rs, r);
+  for (int i = 0; i < 8; ++i)
+    if ((beyond >> i) & 1u) note_change(vs[i], rs[i], worst);
+}
+#endif
+
 // Encodes n values of a row to out[0], out[stride], ...; the largest relative
 // change is tracked only for lossy modes (lossless rows are exact by choice).
 template <typename S>
-void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bool track, double &worst)
+void encode_row_scalar(const double *v, std::int64_t n, S *out, std::int64_t stride, bool track, double &worst)
 {
   if (!track) {
-    for (std::int64_t e = 0; e < n; ++e) out[e * stride] = encode_as<S>(v[e]);
+    for (std::int64_t e = 0; e < n; ++e)
+      out[e * stride] = encode_as<S>(v[e]);
     return;
   }
   for (std::int64_t e = 0; e < n; ++e) {
@@ -342,40 +449,83 @@ void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bo
   }
 }
 
-// Values of block b in CSR order (the master's indices serve the products).
-template <typename S, typename Index>
-void fill_csr_order(const CsrView<Index> &csr, RowBlock &b, bool track, FormatStats &fs, BufferPool &pool)
+template <typename S>
+void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bool track, double &worst)
 {
-  pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
-  S *out = b.values.as<S>();
-  for (std::int64_t k = 0; k < b.row_count(); ++k) {
-    const std::int64_t start = csr.rowptr[b.row(k)], n = csr.rowptr[b.row(k) + 1] - start;
-    encode_row(csr.values + start, n, out + b.value_index(k, 0, start), 1, track, fs.max_relative_error);
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  alignas(64) S chunk[8];
+  for (std::int64_t e = 0; e < n; e += 8) {
+    const unsigned count = static_cast<unsigned>(std::min<std::int64_t>(8, n - e));
+    const __mmask8 m     = first_lanes(count);
+    const __m512d x      = simd::load_upto8(v + e, count);
+    if (simd::nonfinite_lanes(x, m)) { // Inf/NaN: the scalar encoders' payload rules
+      encode_row_scalar(v + e, count, out + e * stride, stride, track, worst);
+      continue;
+    }
+    const simd::Encoded8<S> enc = simd::encode8_as<S>(x);
+    if (track) note_changes8(x, enc.decoded(), m, worst);
+    if (stride == 1)
+      enc.store(out + e, m);
+    else {
+      enc.store_all(chunk);
+      for (unsigned i = 0; i < count; ++i)
+        out[(e + i) * stride] = chunk[i];
+    }
   }
+#else
+  encode_row_scalar(v, n, out, stride, track, worst);
+#endif
 }
 
-// Values and columns of block b written straight into slices (padding: value 0, column 0).
-template <typename S, typename Index>
-void fill_sliced(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, RowBlock &b, bool track, FormatStats &fs,
-                 BufferPool &pool)
+// The values of block b, written into its layout (CSR order, slices or nodes),
+// whose indices and shape are already in place; the padding of slices and
+// nodes is not touched. Shared by the full build and the value-only refill.
+// keep_row(row) is asked before each row is written (the value-only refill
+// checks the row's format there, while its values come into cache); false
+// stops the writing and is returned.
+template <typename S, typename Index, typename KeepRow>
+bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row)
 {
-  const std::int64_t nrows = b.row_count(), nslices = static_cast<std::int64_t>(offsets.size()) - 1;
-  pool.lend(b.values.buffer(), static_cast<std::size_t>(offsets.back()) * sizeof(S));
-  pool.lend(b.cols.buffer(), static_cast<std::size_t>(offsets.back()) * sizeof(std::int32_t));
-  pool.lend(b.row_lengths.buffer(), static_cast<std::size_t>(nslices * kSliceRows) * sizeof(std::int32_t));
   S *vals = b.values.as<S>();
+  if (b.node_layout()) { // entry e of the node's rows side by side, then e + 1
+    for (const NodeInfo &nd : b.nodes) {
+      const std::int64_t row0 = b.row(nd.first);
+      for (int r = 0; r < nd.rows; ++r) {
+        if (!keep_row(row0 + r)) return false;
+        encode_row(csr.values + csr.rowptr[row0 + r], nd.length, vals + nd.values + r, nd.rows, track, worst);
+      }
+    }
+    return true;
+  }
+  for (std::int64_t k = 0; k < b.row_count(); ++k) {
+    const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
+    if (!keep_row(row)) return false;
+    encode_row(csr.values + start, n, vals + b.value_index(k, 0, start), b.value_stride(k), track, worst);
+  }
+  return true;
+}
+inline bool any_row(std::int64_t)
+{
+  return true;
+}
+
+// Columns of a sliced block and its padding (value 0, column 0).
+template <typename S, typename Index> void shape_slices(const CsrView<Index> &csr, RowBlock &b)
+{
+  const std::int64_t nrows = b.row_count(), nslices = b.slice_count();
+  S *vals            = b.values.as<S>();
   std::int32_t *cols = b.cols.data();
   const S zero       = encode_as<S>(0.0);
   for (std::int64_t q = 0; q < nslices; ++q) {
-    const std::int64_t base = offsets[q], width = (offsets[q + 1] - base) / kSliceRows;
+    const std::int64_t base = b.slice_offsets[q], width = (b.slice_offsets[q + 1] - base) / kSliceRows;
     for (std::int64_t r = 0; r < kSliceRows; ++r) {
       const std::int64_t k = q * kSliceRows + r;
       std::int64_t n = 0, start = 0;
       if (k < nrows) {
         start = csr.rowptr[b.row(k)];
         n     = csr.rowptr[b.row(k) + 1] - start;
-        encode_row(csr.values + start, n, vals + base + r, kSliceRows, track, fs.max_relative_error);
-        for (std::int64_t e = 0; e < n; ++e) cols[base + r + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
+        for (std::int64_t e = 0; e < n; ++e)
+          cols[base + r + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
       }
       b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(n);
       for (std::int64_t e = n; e < width; ++e) {
@@ -384,47 +534,56 @@ void fill_sliced(const CsrView<Index> &csr, std::vector<std::int64_t> offsets, R
       }
     }
   }
-  b.slice_offsets = std::move(offsets);
-  b.value_offsets.clear();
-  b.value_offsets.shrink_to_fit();
 }
 
-// Values and column indices of block b written node by node: entry e of the
-// node's rows side by side, then entry e + 1.
-template <typename S, typename Index>
-void fill_nodes(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, RowBlock &b, bool track, FormatStats &fs,
-                BufferPool &pool)
+// Column lists of a node block (16-bit offsets from the node's base, or 32-bit
+// columns) and the zero values after its values.
+template <typename S, typename Index> void shape_nodes(const CsrView<Index> &csr, RowBlock &b)
 {
-  pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz + kNodeValuePadding) * sizeof(S));
-  pool.lend(b.node_cols.buffer(), static_cast<std::size_t>(node_index_bytes(nodes)));
-  S *vals              = b.values.as<S>();
-  for (int p = 0; p < kNodeValuePadding; ++p) vals[b.nnz + p] = encode_as<S>(0.0);
+  S *vals = b.values.as<S>();
+  for (int p = 0; p < kNodeValuePadding; ++p)
+    vals[b.nnz + p] = encode_as<S>(0.0);
   unsigned char *index = b.node_cols.as<unsigned char>();
-  double worst = fs.max_relative_error;
-  for (const NodeInfo &nd : nodes) {
-    const std::int64_t row0 = b.row(nd.first), start = csr.rowptr[row0];
-    const double *src[kMaxNodeRows];
-    for (int r = 0; r < nd.rows; ++r) src[r] = csr.values + csr.rowptr[row0 + r];
-    S *out = vals + nd.values; // written in order: entry e of every row, then e + 1
-    for (std::int32_t e = 0; e < nd.length; ++e)
-      for (int r = 0; r < nd.rows; ++r) {
-        const double v = src[r][e];
-        *out           = encode_as<S>(v);
-        if (track) note_change(v, decode(*out), worst);
-        ++out;
-      }
+  for (const NodeInfo &nd : b.nodes) {
+    const Index *c0 = csr.cols + csr.rowptr[b.row(nd.first)];
     if (nd.wide) {
       auto *c = reinterpret_cast<std::int32_t *>(index + nd.indices);
-      for (std::int32_t e = 0; e < nd.length; ++e) c[e] = static_cast<std::int32_t>(csr.cols[start + e]);
+      for (std::int32_t e = 0; e < nd.length; ++e)
+        c[e] = static_cast<std::int32_t>(c0[e]);
     } else {
       auto *c = reinterpret_cast<std::uint16_t *>(index + nd.indices);
-      for (std::int32_t e = 0; e < nd.length; ++e) c[e] = static_cast<std::uint16_t>(csr.cols[start + e] - nd.col_base);
+      for (std::int32_t e = 0; e < nd.length; ++e)
+        c[e] = static_cast<std::uint16_t>(c0[e] - nd.col_base);
     }
   }
-  fs.max_relative_error = worst;
-  b.nodes = std::move(nodes);
-  b.value_offsets.clear();
-  b.value_offsets.shrink_to_fit();
+}
+
+// Block b in its layout: memory from the pool, indices and padding, then the values.
+template <typename S, typename Index>
+void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, std::vector<std::int64_t> offsets, RowBlock &b,
+                bool track, FormatStats &fs, BufferPool &pool)
+{
+  if (!nodes.empty() || !offsets.empty()) { // CSR order keeps a grouped block's offsets
+    b.value_offsets.clear();
+    b.value_offsets.shrink_to_fit();
+  }
+  if (!nodes.empty()) {
+    b.nodes = std::move(nodes);
+    pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz + kNodeValuePadding) * sizeof(S));
+    pool.lend(b.node_cols.buffer(), static_cast<std::size_t>(node_index_bytes(b.nodes)));
+    shape_nodes<S>(csr, b);
+  } else if (!offsets.empty()) {
+    b.slice_offsets            = std::move(offsets);
+    const std::int64_t nslices = b.slice_count();
+    const std::size_t stored   = static_cast<std::size_t>(b.slice_offsets.back());
+    pool.lend(b.values.buffer(), stored * sizeof(S));
+    pool.lend(b.cols.buffer(), stored * sizeof(std::int32_t));
+    pool.lend(b.row_lengths.buffer(), static_cast<std::size_t>(nslices * kSliceRows) * sizeof(std::int32_t));
+    shape_slices<S>(csr, b);
+  } else {
+    pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
+  }
+  write_values<S>(csr, b, track, fs.max_relative_error, any_row);
 }
 
 void count_nodes(const RowBlock &b, StorageStats &stats)
@@ -439,16 +598,26 @@ void count_nodes(const RowBlock &b, StorageStats &stats)
 
 // Nodes when the layout asks for them, or (automatic) when they hold at least
 // kMinNodeRows rows on average; empty otherwise.
-template <typename Index> std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, const RowBlock &b)
+template <typename Index>
+std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, const RowBlock &b,
+                                     std::vector<std::vector<NodeInfo>> &spare)
 {
   std::vector<NodeInfo> nodes;
-  if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0) return nodes;
+  if (!spare.empty()) { // the node list of the copy being replaced: memory already mapped
+    nodes.swap(spare.back());
+    spare.pop_back();
+  }
+  if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0) {
+    nodes.clear();
+    return nodes;
+  }
   if (!find_nodes(csr, b, nodes)) {
     if (layout == Layout::node)
       throw StorageError("petscmp: the node layout stores 32-bit column indices; this block has 2^31 columns or more");
     nodes.clear();
   }
-  if (layout == Layout::automatic && kMinNodeRows * static_cast<double>(nodes.size()) > static_cast<double>(b.row_count()))
+  if (layout == Layout::automatic &&
+      kMinNodeRows * static_cast<double>(nodes.size()) > static_cast<double>(b.row_count()))
     nodes.clear();
   return nodes;
 }
@@ -457,14 +626,15 @@ template <typename Index> std::vector<NodeInfo> node_layout_of(const CsrView<Ind
 // options allow them and padding is small), then the values, written once, and
 // the byte accounting.
 template <typename Index>
-void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCsr &out, BufferPool &pool)
+void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCsr &out, BufferPool &pool,
+                 std::vector<std::vector<NodeInfo>> &spare_nodes)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
   if (layout == Layout::sliced && !narrow_columns)
     throw StorageError("petscmp: the sliced layout stores 32-bit column indices; this block has 2^31 columns or more");
   for (RowBlock &b : out.blocks) {
-    FormatStats &fs = out.stats.per_format[static_cast<int>(b.format)];
-    std::vector<NodeInfo> nodes = node_layout_of(csr, layout, b);
+    FormatStats &fs             = out.stats.per_format[static_cast<int>(b.format)];
+    std::vector<NodeInfo> nodes = node_layout_of(csr, layout, b, spare_nodes);
     std::vector<std::int64_t> offsets;
     if (nodes.empty() && layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0) {
       offsets = slice_offsets_of(csr, b);
@@ -472,11 +642,10 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCs
     }
     dispatch_format(b.format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      if (!nodes.empty()) fill_nodes<S>(csr, std::move(nodes), b, lossy, fs, pool);
-      else if (!offsets.empty()) fill_sliced<S>(csr, std::move(offsets), b, lossy, fs, pool);
-      else fill_csr_order<S>(csr, b, lossy, fs, pool);
+      fill_block<S>(csr, std::move(nodes), std::move(offsets), b, lossy, fs, pool);
     });
-    for (std::int64_t k = 0; k < b.row_count(); ++k) fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
+    for (std::int64_t k = 0; k < b.row_count(); ++k)
+      fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
     fs.nnz += b.nnz;
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
@@ -488,6 +657,15 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCs
   }
 }
 
+void check_options(const StorageOptions &opts)
+{
+  if (opts.mode == StorageMode::tolerance && !(opts.tolerance >= 0.0))
+    throw StorageError("petscmp: the tolerance must be a nonnegative number");
+  if (opts.mode == StorageMode::rowsplit &&
+      (!(opts.range_factor > 0.0) || !(opts.row_fraction >= 0.0 && opts.row_fraction <= 1.0)))
+    throw StorageError("petscmp: rowsplit needs a positive range factor and a row fraction in [0, 1]");
+}
+
 template <typename Index> void check_view(const CsrView<Index> &csr)
 {
   if (csr.nrows < 0 || csr.ncols < 0) throw StorageError("petscmp: negative matrix dimensions");
@@ -497,10 +675,16 @@ template <typename Index> void check_view(const CsrView<Index> &csr)
 
 } // namespace
 
-const char *storage_mode_name(StorageMode m) { return kModeNames[static_cast<int>(m)]; }
+const char *storage_mode_name(StorageMode m)
+{
+  return kModeNames[static_cast<int>(m)];
+}
 
 const char *const kLayoutNames[kLayoutCount] = {"auto", "csr", "sliced", "node"};
-const char *layout_name(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
+const char *layout_name(Layout l)
+{
+  return kLayoutNames[static_cast<int>(l)];
+}
 
 bool parse_layout(const char *name, Layout *l)
 {
@@ -535,7 +719,8 @@ bool parse_format(const char *name, Format *f)
 double StorageStats::max_relative_error() const
 {
   double e = 0.0;
-  for (const auto &f : per_format) e = std::max(e, f.max_relative_error);
+  for (const auto &f : per_format)
+    e = std::max(e, f.max_relative_error);
   return e;
 }
 
@@ -560,32 +745,14 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
     check_view(p);
     if (p.nrows != nrows) throw StorageError("petscmp: the parts of a matrix disagree on the number of rows");
   }
-  if (opts.mode == StorageMode::tolerance && !(opts.tolerance >= 0.0))
-    throw StorageError("petscmp: the tolerance must be a nonnegative number");
-  if (opts.mode == StorageMode::rowsplit && (!(opts.range_factor > 0.0) || !(opts.row_fraction >= 0.0 && opts.row_fraction <= 1.0)))
-    throw StorageError("petscmp: rowsplit needs a positive range factor and a row fraction in [0, 1]");
+  check_options(opts);
 
-  const double r = opts.range_factor * (opts.mean_abs_value >= 0.0 ? opts.mean_abs_value : mean_abs(parts));
+  double r = 0.0; // one pass over the values, for rowsplit only
+  if (opts.mode == StorageMode::rowsplit)
+    r = opts.range_factor * (opts.mean_abs_value >= 0.0 ? opts.mean_abs_value : mean_abs(parts));
   std::vector<Format> formats(static_cast<std::size_t>(nrows), Format::fp64);
-  for (Index i = 0; i < nrows; ++i) {
-    const RowValues<Index> row(parts, i);
-    switch (opts.mode) {
-    case StorageMode::lossless:
-      formats[i] = lossless_row_format(row);
-      break;
-    case StorageMode::tolerance:
-      formats[i] = tolerance_row_format(row, opts.tolerance);
-      break;
-    case StorageMode::rowsplit:
-      formats[i] = rowsplit_row_format(row, r, opts.row_fraction);
-      break;
-    case StorageMode::entrysplit:
-      throw StorageError("petscmp: entrysplit chooses formats per entry, not per row");
-    default:
-      formats[i] = uniform_row_format(row, uniform_format(opts.mode));
-      break;
-    }
-  }
+  for (Index i = 0; i < nrows; ++i)
+    formats[i] = row_format(RowValues<Index>(parts, i), opts, r);
   return formats;
 }
 
@@ -594,37 +761,99 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
                                 const StorageOptions &opts, CompactCsr *recycle)
 {
   BufferPool pool;
+  std::vector<std::vector<NodeInfo>> spare_nodes;
   if (recycle) {
     for (RowBlock &b : recycle->blocks) {
       pool.give(b.values.buffer());
       pool.give(b.cols.buffer());
       pool.give(b.row_lengths.buffer());
       pool.give(b.node_cols.buffer());
+      if (b.nodes.capacity()) spare_nodes.push_back(std::move(b.nodes));
     }
     recycle->blocks.clear();
   }
   check_view(csr);
-  if (static_cast<Index>(row_formats.size()) != csr.nrows)
-    throw StorageError("petscmp: one format per row is needed");
+  if (static_cast<Index>(row_formats.size()) != csr.nrows) throw StorageError("petscmp: one format per row is needed");
   CompactCsr out;
   out.nrows            = csr.nrows;
   out.ncols            = csr.ncols;
   out.mode             = opts.mode;
   out.order            = opts.order;
+  out.layout_option    = opts.layout;
   out.stats.nrows      = csr.nrows;
   out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
   out.stats.index_size = sizeof(Index);
 
   const std::vector<Run> runs = find_runs(csr, row_formats);
   std::int64_t nonempty       = 0;
-  for (Index i = 0; i < csr.nrows; ++i) nonempty += csr.rowptr[i + 1] > csr.rowptr[i];
+  for (Index i = 0; i < csr.nrows; ++i)
+    nonempty += csr.rowptr[i + 1] > csr.rowptr[i];
   const bool mostly_empty = 2 * nonempty < csr.nrows;
-  const bool fragmented   = static_cast<std::int64_t>(runs.size()) * kMinRunLength > std::max<std::int64_t>(nonempty, 1);
-  if (runs.size() <= 1 && !mostly_empty) shape_runs(csr, runs, out);
-  else if (fragmented || mostly_empty) shape_grouped(csr, row_formats, out);
-  else shape_runs(csr, runs, out);
-  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), out, pool);
+  const bool fragmented = static_cast<std::int64_t>(runs.size()) * kMinRunLength > std::max<std::int64_t>(nonempty, 1);
+  if (runs.size() <= 1 && !mostly_empty)
+    shape_runs(csr, runs, out);
+  else if (fragmented || mostly_empty)
+    shape_grouped(csr, row_formats, out);
+  else
+    shape_runs(csr, runs, out);
+  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), out, pool, spare_nodes);
   return out;
+}
+
+// Whether copy was built from a matrix of csr's shape with these options, so
+// that its layout is the one a new build would make (given the same formats).
+template <typename Index>
+bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, const CompactCsr &copy)
+{
+  std::int64_t held = 0; // a copy whose blocks were dropped (only statistics kept) holds none
+  for (const RowBlock &b : copy.blocks)
+    held += b.values.size() ? b.nnz : 0;
+  return !copy.entry_split() && copy.mode == opts.mode && copy.order == opts.order &&
+         copy.layout_option == opts.layout && copy.nrows == csr.nrows && copy.ncols == csr.ncols &&
+         copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
+}
+
+// The values of every block, each row written after format_of(row) confirmed
+// its block's format. An empty row may sit in a block of any format (runs
+// absorb empty rows), so only rows with values are asked.
+template <typename Index, typename FormatOf>
+bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, FormatOf format_of)
+{
+  const bool track = storage_mode_is_lossy(opts.mode);
+  for (FormatStats &fs : copy.stats.per_format)
+    fs.max_relative_error = 0.0;
+  for (RowBlock &b : copy.blocks) {
+    FormatStats &fs = copy.stats.per_format[static_cast<int>(b.format)];
+    const auto keep = [&](std::int64_t row) {
+      return csr.rowptr[row + 1] == csr.rowptr[row] || format_of(row) == b.format;
+    };
+    const bool kept = dispatch_format(b.format, [&](auto tag) {
+      return write_values<typename decltype(tag)::type>(csr, b, track, fs.max_relative_error, keep);
+    });
+    if (!kept) return false;
+  }
+  return true;
+}
+
+template <typename Index>
+bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
+                           const StorageOptions &opts, CompactCsr &copy)
+{
+  check_view(csr);
+  if (!layout_reusable(csr, opts, copy) || static_cast<Index>(row_formats.size()) != csr.nrows) return false;
+  return rewrite_values(csr, opts, copy, [&](std::int64_t row) { return row_formats[static_cast<std::size_t>(row)]; });
+}
+
+template <typename Index>
+bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy)
+{
+  check_view(csr);
+  check_options(opts);
+  if (!layout_reusable(csr, opts, copy) || opts.mode == StorageMode::rowsplit) return false;
+  const std::vector<CsrView<Index>> parts{csr};
+  return rewrite_values(csr, opts, copy, [&](std::int64_t row) {
+    return row_format(RowValues<Index>(parts, static_cast<Index>(row)), opts, 0.0);
+  });
 }
 
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts)
@@ -640,7 +869,9 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
   out.stats.nrows      = csr.nrows;
   out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
   out.stats.index_size = sizeof(Index);
-  auto goes_to_fp32    = [&opts](double v) { return std::fabs(v) < opts.range && stores_within_roundoff(Format::fp32, v); };
+  auto goes_to_fp32    = [&opts](double v) {
+    return std::fabs(v) < opts.range && stores_within_roundoff(Format::fp32, v);
+  };
 
   for (Format f : {Format::fp32, Format::fp64}) {
     SplitPart part;
@@ -648,7 +879,8 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
     part.rowptr.assign(static_cast<std::size_t>(csr.nrows) + 1, 0);
     for (Index i = 0; i < csr.nrows; ++i) {
       std::int64_t n = 0;
-      for (Index k = csr.rowptr[i]; k < csr.rowptr[i + 1]; ++k) n += goes_to_fp32(csr.values[k]) == (f == Format::fp32);
+      for (Index k = csr.rowptr[i]; k < csr.rowptr[i + 1]; ++k)
+        n += goes_to_fp32(csr.values[k]) == (f == Format::fp32);
       part.rowptr[i + 1] = part.rowptr[i] + n;
     }
     const std::int64_t nnz = part.rowptr.back();
@@ -690,8 +922,11 @@ CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &op
   template std::vector<Format> choose_row_formats<Index>(const std::vector<CsrView<Index>> &, const StorageOptions &); \
   template CompactCsr assemble_compact_csr<Index>(const CsrView<Index> &, const std::vector<Format> &,                 \
                                                   const StorageOptions &, CompactCsr *);                               \
-  template CompactCsr build_compact_csr<Index>(const CsrView<Index> &, const StorageOptions &, CompactCsr *);           \
-  template CompactCsr build_entry_split<Index>(const CsrView<Index> &, const StorageOptions &);
+  template CompactCsr build_compact_csr<Index>(const CsrView<Index> &, const StorageOptions &, CompactCsr *);          \
+  template CompactCsr build_entry_split<Index>(const CsrView<Index> &, const StorageOptions &);                        \
+  template bool refill_compact_values<Index>(const CsrView<Index> &, const std::vector<Format> &,                      \
+                                             const StorageOptions &, CompactCsr &);                                    \
+  template bool refill_compact_values<Index>(const CsrView<Index> &, const StorageOptions &, CompactCsr &);
 PETSCMP_INSTANTIATE_BUILDER(std::int32_t)
 PETSCMP_INSTANTIATE_BUILDER(std::int64_t)
 #undef PETSCMP_INSTANTIATE_BUILDER

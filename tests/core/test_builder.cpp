@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -989,6 +990,17 @@ TYPED_TEST(BuilderTest, FastFormatChoiceMatchesDefinition)
     }
     rows.push_back(r);
   }
+  for (int i = 0; i < 1500; ++i) { // rows of 8-24 values: whole 8-value chunks of the SIMD paths, and their tails
+    std::vector<double> r(8 + rng() % 17);
+    const std::uint64_t keep = rng() % 2 ? 0xffffffffe0000000ull : 0xfffffffffffff000ull; // one class per row
+    const int e0             = static_cast<int>(rng() % 320) - 160;
+    for (auto &v : r) {
+      v = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e0 + static_cast<int>(rng() % 9) - 4);
+      v = double_from_bits(double_bits(v) & keep) * (rng() & 1 ? 1 : -1);
+      if (rng() % 50 == 0) v = specials[rng() % (sizeof specials / sizeof specials[0])];
+    }
+    rows.push_back(r);
+  }
   for (const auto &r : rows) m.add_row(r);
   for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
                            StorageMode::fp11_20, StorageMode::fp11_4}) {
@@ -1002,4 +1014,114 @@ TYPED_TEST(BuilderTest, FastFormatChoiceMatchesDefinition)
                                   << rows[i][0] << " second " << (rows[i].size() > 1 ? rows[i][1] : 0.0);
     }
   }
+}
+
+// ---- value-only rebuild ------------------------------------------------------------------
+
+namespace {
+// Two copies are the same: blocks, layout, stored bytes (padding included) and statistics.
+void expect_same_copy(const CompactCsr &a, const CompactCsr &b)
+{
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (std::size_t i = 0; i < a.blocks.size(); ++i) {
+    const RowBlock &x = a.blocks[i], &y = b.blocks[i];
+    EXPECT_EQ(x.format, y.format) << "block " << i;
+    EXPECT_EQ(x.row_count(), y.row_count());
+    EXPECT_EQ(x.nodes.size(), y.nodes.size());
+    EXPECT_EQ(x.slice_count(), y.slice_count());
+    ASSERT_EQ(x.values.size(), y.values.size());
+    EXPECT_EQ(0, std::memcmp(x.values.as<unsigned char>(), y.values.as<unsigned char>(), x.values.size()))
+        << "block " << i << " stores other bytes";
+  }
+  for (int f = 0; f < kFormatCount; ++f) {
+    EXPECT_EQ(a.stats.per_format[f].rows, b.stats.per_format[f].rows);
+    EXPECT_EQ(a.stats.per_format[f].nnz, b.stats.per_format[f].nnz);
+    EXPECT_EQ(a.stats.per_format[f].max_relative_error, b.stats.per_format[f].max_relative_error) << format_name(static_cast<Format>(f));
+  }
+  EXPECT_EQ(a.stats.value_bytes, b.stats.value_bytes);
+  EXPECT_EQ(a.stats.index_bytes, b.stats.index_bytes);
+}
+
+// Rows in nodes of 1-4 rows with 5-30 values, values of a few exactness classes
+// (fp16-, bf16-, fp32-exact, fp64), some rows empty.
+template <typename Index> TestCsr<Index> node_matrix(std::mt19937_64 &rng, int nrows)
+{
+  TestCsr<Index> m;
+  std::vector<double> r;
+  for (int i = 0; i < nrows;) {
+    const int rows = 1 + static_cast<int>(rng() % 4), len = rng() % 10 == 0 ? 0 : 5 + static_cast<int>(rng() % 26);
+    for (int k = 0; k < rows && i < nrows; ++k, ++i) {
+      const int cls = static_cast<int>(rng() % 4);
+      r.assign(static_cast<std::size_t>(len), 0.0);
+      for (auto &v : r) {
+        v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0; // fp16-exact
+        if (cls == 1) v = 0x1p100 * static_cast<double>(1 + rng() % 100);    // bf16, not fp16
+        if (cls == 2) v = static_cast<double>(static_cast<float>(static_cast<double>(rng() >> 11) * 0x1p-53));
+        if (cls == 3) v = static_cast<double>(rng() >> 11) * 0x1p-53 + 0.1;
+      }
+      m.add_row(r);
+    }
+  }
+  return m;
+}
+} // namespace
+
+TYPED_TEST(BuilderTest, ValueOnlyRefillEqualsFreshBuild)
+{
+  std::mt19937_64 rng(7);
+  for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
+    for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
+                             StorageMode::fp11_4, StorageMode::tolerance}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout));
+      TestCsr<TypeParam> m = node_matrix<TypeParam>(rng, 300);
+      const StorageOptions opts = with_mode(mode, layout);
+      for (bool fused : {false, true}) {
+        CompactCsr copy = build_compact_csr(m.view(), opts);
+        for (auto &v : m.vals) v *= 2.0; // every value keeps its exactness class and range: formats stay
+        const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+        ASSERT_TRUE(fused ? refill_compact_values(m.view(), opts, copy) : refill_compact_values(m.view(), formats, opts, copy));
+        check_compact(copy, m, formats);
+        expect_same_copy(copy, build_compact_csr(m.view(), opts));
+      }
+    }
+}
+
+TYPED_TEST(BuilderTest, ValueOnlyRefillRefusesChanges)
+{
+  std::mt19937_64 rng(8);
+  TestCsr<TypeParam> m = node_matrix<TypeParam>(rng, 200);
+  const StorageOptions lossless = with_mode(StorageMode::lossless);
+  CompactCsr copy               = build_compact_csr(m.view(), lossless);
+  // a row changes format: a value needing fp64 in the first row with values (lossless)
+  TestCsr<TypeParam> changed = m;
+  std::size_t k              = 0;
+  while (k < changed.vals.size() && !(classify_conversion(Format::fp16, changed.vals[k]) == Conversion::exact)) ++k;
+  ASSERT_LT(k, changed.vals.size());
+  changed.vals[k] = 0.1;
+  EXPECT_FALSE(refill_compact_values(changed.view(), lossless, copy));
+  copy = build_compact_csr(m.view(), lossless);
+  EXPECT_FALSE(refill_compact_values(changed.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{changed.view()}, lossless),
+                                     lossless, copy));
+  // the refused copy's memory still serves a full build, which is right
+  const CompactCsr rebuilt = assemble_compact_csr(
+      changed.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{changed.view()}, lossless), lossless, &copy);
+  expect_same_copy(rebuilt, build_compact_csr(changed.view(), lossless));
+  // other options, another shape, dropped values, rowsplit's global range: no refill
+  copy = build_compact_csr(m.view(), lossless);
+  EXPECT_FALSE(refill_compact_values(m.view(), with_mode(StorageMode::fp32), copy));
+  EXPECT_FALSE(refill_compact_values(m.view(), with_mode(StorageMode::lossless, Layout::csr), copy));
+  StorageOptions paired = lossless;
+  paired.order          = SumOrder::paired;
+  EXPECT_FALSE(refill_compact_values(m.view(), paired, copy));
+  CsrView<TypeParam> fewer = m.view();
+  fewer.nrows -= 1;
+  EXPECT_FALSE(refill_compact_values(fewer, lossless, copy));
+  CompactCsr dropped = build_compact_csr(m.view(), lossless);
+  for (RowBlock &b : dropped.blocks) b.values.release();
+  EXPECT_FALSE(refill_compact_values(m.view(), lossless, dropped));
+  const StorageOptions rowsplit = with_mode(StorageMode::rowsplit);
+  CompactCsr split_rows         = build_compact_csr(m.view(), rowsplit);
+  EXPECT_FALSE(refill_compact_values(m.view(), rowsplit, split_rows)) << "rowsplit needs the formats from all parts";
+  EXPECT_TRUE(refill_compact_values(m.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, rowsplit),
+                                    rowsplit, split_rows));
 }

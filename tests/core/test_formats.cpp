@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "petscmp/core/encode_simd.hpp"
 #include "petscmp/core/formats.hpp"
 
 using namespace petscmp;
@@ -467,3 +468,54 @@ TEST(Formats, NamesParseAndBytes)
   EXPECT_FALSE(parse_format(nullptr, &g));
   EXPECT_EQ(g, Format::fp32);
 }
+
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// encode8 (8 values at once, used by the builder) gives encode_as's bits for
+// every finite value, and nonfinite_lanes finds the others.
+namespace {
+template <typename S> void check_encode8(const std::vector<double> &values)
+{
+  for (std::size_t i = 0; i + 8 <= values.size(); i += 8) {
+    const __m512d v = _mm512_loadu_pd(values.data() + i);
+    const __mmask8 nonfinite = simd::nonfinite_lanes(v, 0xff);
+    for (int k = 0; k < 8; ++k) ASSERT_EQ(((nonfinite >> k) & 1) != 0, !std::isfinite(values[i + k])) << values[i + k];
+    if (nonfinite) continue;
+    const simd::Encoded8<S> enc = simd::encode8_as<S>(v);
+    S got[8];
+    double decoded[8];
+    enc.store_all(got);
+    _mm512_storeu_pd(decoded, enc.decoded());
+    for (int k = 0; k < 8; ++k) {
+      const S want = encode_as<S>(values[i + k]);
+      ASSERT_EQ(0, std::memcmp(&got[k], &want, sizeof(S)))
+          << storage_traits<S>::name << " of " << std::hexfloat << values[i + k];
+      ASSERT_EQ(double_bits(decoded[k]), double_bits(decode(want))) << storage_traits<S>::name;
+    }
+  }
+}
+} // namespace
+
+TEST(Formats, Encode8MatchesScalarEncoders)
+{
+  std::vector<double> values = {0.0, -0.0, 65504.0, 65505.0, 65519.99, 65520.0, 0x1p-14, 0x1p-24, 0x1.8p-25, 0x1p-25,
+                                0x1p-26, 0x1.fep127, 0x1.ffp127, 0x1p-126, 0x1p-133, 0x1p-149, 0x1p-150, FLT_MAX,
+                                0x1.fffffefffffffp127, DBL_MAX, DBL_MIN, 0x1p-1074, 1.0 + 0x1p-23, 1.0 + 0x1p-24,
+                                1.0 + 0x1p-10, 1.0 + 0x1p-11, 3.0, -7.5, 0.1, 1e300, -1e-300, 1.5 + 0x1p-8,
+                                std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+  std::mt19937_64 rng(2024);
+  for (int i = 0; i < 200000; ++i) {
+    const int e  = static_cast<int>(rng() % 340) - 170; // around every format's range, subnormals included
+    double v     = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
+    if (i % 7 == 0) v = double_from_bits(rng()); // any bit pattern, NaN and Inf included
+    if (i % 5 == 0) v = double_from_bits(double_bits(v) & 0xfffffffff0000000ull); // ties of the narrow formats
+    values.push_back(v);
+  }
+  while (values.size() % 8) values.push_back(1.0);
+  check_encode8<double>(values);
+  check_encode8<float>(values);
+  check_encode8<fp16_t>(values);
+  check_encode8<bf16_t>(values);
+  check_encode8<fp11_20_t>(values);
+  check_encode8<fp11_4_t>(values);
+}
+#endif

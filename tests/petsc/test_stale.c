@@ -137,6 +137,75 @@ static PetscErrorCode Apply(Mat X, int op, Ctx *c)
   PetscFunctionReturn(0);
 }
 
+/* Value-only rebuilds (a Newton-like loop): every value is set again with the same pattern, or scaled. While every row
+   keeps its format the copy keeps its layout and indices and only its values are rewritten (MatAIJMPInfo.value_builds
+   counts these, builds the full ones); the products must equal those of a copy built from scratch (MatDuplicate) and,
+   lossless, AIJ's. A factor that changes the rows' formats must give a full build. */
+static PetscErrorCode CheckBuilds(Mat A, PetscInt64 builds, PetscInt64 value_builds, const char *what)
+{
+  MatAIJMPInfo info;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatAIJMPGetInfo(A, &info));
+  TEST_CHECK(PetscObjectComm((PetscObject)A), info.builds == builds && info.value_builds == value_builds,
+             "%s: %" PetscInt64_FMT " full builds and %" PetscInt64_FMT " value-only rebuilds, expected %" PetscInt64_FMT
+             " and %" PetscInt64_FMT, what, info.builds, info.value_builds, builds, value_builds);
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode NewtonLoop(const TestMatOpts *o, MatAIJMPStorage storage, double format_changing_factor, Vec x)
+{
+  Mat  A, B, F;
+  Vec  y1, y2;
+  char what[256];
+  /* the factors keep each row's format (powers of two keep exactness and stay in range); the last changes formats */
+  const double factors[]   = {2.0, -0.5, 0.25, 4.0, format_changing_factor};
+  const int    nfactors    = (int)(sizeof factors / sizeof factors[0]);
+  PetscInt64   value_steps = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, o, &A));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &B));
+  PetscCall(MatAIJMPSetStorage(A, storage));
+  PetscCall(MatAIJMPSetKernel(A, MAT_AIJMP_KERNEL_COMPACT)); /* lossless auto may keep AIJ's kernel and no copy */
+  PetscCall(MatCreateVecs(A, NULL, &y1));
+  PetscCall(VecDuplicate(y1, &y2));
+  PetscCall(MatMult(A, x, y1));
+  PetscCall(CheckBuilds(A, 1, 0, "first product"));
+  for (int k = 0; k < nfactors; k++) {
+    const PetscBool last = k == nfactors - 1 ? PETSC_TRUE : PETSC_FALSE;
+    if (k % 2 == 0) { /* set every entry again, as an assembly loop does */
+      PetscCall(TestMatSetEntries(A, o, factors[k]));
+      PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+      PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+      PetscCall(TestMatSetEntries(B, o, factors[k]));
+      PetscCall(MatAssemblyBegin(B, MAT_FINAL_ASSEMBLY));
+      PetscCall(MatAssemblyEnd(B, MAT_FINAL_ASSEMBLY));
+    } else {
+      PetscCall(MatScale(A, factors[k]));
+      PetscCall(MatScale(B, factors[k]));
+    }
+    PetscCall(MatMult(A, x, y1));
+    if (!last) value_steps++;
+    PetscCall(PetscSNPrintf(what, sizeof what, "%s, step %d (factor %g)", MatAIJMPStorages[storage], k, factors[k]));
+    PetscCall(CheckBuilds(A, last ? 2 : 1, value_steps, what));
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, &F)); /* its copy is built from scratch */
+    PetscCall(MatMult(F, x, y2));
+    PetscCall(TestCheckBitwise(y1, y2, what));
+    PetscCall(CheckBuilds(F, 1, 0, "duplicate"));
+    PetscCall(MatDestroy(&F));
+    if (storage == MAT_AIJMP_LOSSLESS) {
+      PetscCall(MatMult(B, x, y2));
+      PetscCall(TestCheckBitwise(y1, y2, what));
+    }
+  }
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&B));
+  PetscCall(VecDestroy(&y1));
+  PetscCall(VecDestroy(&y2));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscMPIInt size;
@@ -224,6 +293,15 @@ int main(int argc, char **argv)
     PetscCall(MatMult(c.Cmp, x, y2));
     PetscCall(TestVecBitDiff(y1, y2, &nd));
     TEST_CHECK(PETSC_COMM_WORLD, nd > 0, "the operations left the matrix unchanged");
+  }
+
+  {
+    TestMatOpts on = c.o;
+    on.inode       = PETSC_TRUE; /* node layout */
+    PetscCall(NewtonLoop(&c.o, MAT_AIJMP_LOSSLESS, 1.0 / 3.0, x)); /* 1/3: fp16/bf16/fp32-exact rows need fp64 */
+    PetscCall(NewtonLoop(&on, MAT_AIJMP_LOSSLESS, 1.0 / 3.0, x));
+    PetscCall(NewtonLoop(&on, MAT_AIJMP_FP32, 1e-300, x)); /* 1e-300: below fp32's range, rows go to fp64 */
+    PetscCall(NewtonLoop(&c.o, MAT_AIJMP_FP16, 1e-300, x));
   }
 
   PetscCall(MatDestroy(&A));

@@ -192,6 +192,10 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
     PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   }
   PetscCall(AIJMPViewKernel(viewer, info, s));
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "  builds: %" PetscInt64_FMT " full, %" PetscInt64_FMT
+                                   " value-only (same pattern and row formats: layout and indices kept)\n",
+                                   info.builds, info.value_builds));
   if (s.opts.mode == StorageMode::lossless) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));

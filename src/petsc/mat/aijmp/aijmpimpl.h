@@ -107,6 +107,8 @@ struct SeqAIJMP : ReplacedOps {
   bool is_mpi_block                     = false; // a diagonal/off-diagonal block of an mpiaijmp matrix
   KernelSelection selection;
   bool values_dropped = false; // `compact` keeps only its statistics (AIJ's kernel was chosen)
+  PetscInt64 full_builds  = 0; // compact copies built from scratch (formats, layout, indices, values)
+  PetscInt64 value_builds = 0; // value-only rebuilds: same pattern and row formats, values rewritten in place
   PetscErrorCode (*retrievevalues)(Mat) = nullptr;
 };
 
@@ -138,9 +140,12 @@ PetscErrorCode SeqAIJMPKeyOf(Mat A, BuildKey &key);
 PetscErrorCode SeqAIJMPIsCurrent(Mat A, PetscBool *current);
 PetscErrorCode SeqAIJMPInvalidate(Mat A);
 // Moves A's compact copy (possibly stale) out, for its memory to be reused; A has none afterwards.
-PetscErrorCode SeqAIJMPTakeCompact(Mat A, std::unique_ptr<CompactCsr> &old);
+// *same_pattern (may be null): whether it was built from A's current nonzero pattern and arrays, so that
+// refill_compact_values may rewrite its values in place.
+PetscErrorCode SeqAIJMPTakeCompact(Mat A, std::unique_ptr<CompactCsr> &old, bool *same_pattern = nullptr);
 PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s);
-PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact);
+// Installs A's new copy; value_only: it is the previous copy with its values rewritten.
+PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact, bool value_only = false);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
 // Whether A's next products may read its compact copy (false when they use AIJ's kernel).

@@ -93,22 +93,29 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
     od.mean_abs_value = oo.mean_abs_value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
   }
   std::unique_ptr<CompactCsr> cd, co, old_d, old_o;
-  PetscCall(SeqAIJMPTakeCompact(Ad, old_d)); // their memory is reused
-  PetscCall(SeqAIJMPTakeCompact(Ao, old_o));
+  bool same_d = false, same_o = false, refilled_d = false, refilled_o = false;
+  PetscCall(SeqAIJMPTakeCompact(Ad, old_d, &same_d)); // their layout or at least their memory is reused
+  PetscCall(SeqAIJMPTakeCompact(Ao, old_o, &same_o));
   PetscCall(guarded([&] {
     if (base.mode == StorageMode::entrysplit) {
       cd = std::make_unique<CompactCsr>(build_entry_split(vd, od));
       co = std::make_unique<CompactCsr>(build_entry_split(vo, oo));
     } else {
+      // a row's format is decided over both blocks
       const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<PetscInt>>{vd, vo}, od);
-      cd = std::make_unique<CompactCsr>(assemble_compact_csr(vd, formats, od, old_d.get()));
-      co = std::make_unique<CompactCsr>(assemble_compact_csr(vo, formats, oo, old_o.get()));
+      const auto update = [&formats](const CsrView<PetscInt> &v, const StorageOptions &o, bool same,
+                                     std::unique_ptr<CompactCsr> &old, bool &refilled) {
+        refilled = same && refill_compact_values(v, formats, o, *old);
+        return refilled ? std::move(old) : std::make_unique<CompactCsr>(assemble_compact_csr(v, formats, o, old.get()));
+      };
+      cd = update(vd, od, same_d, old_d, refilled_d);
+      co = update(vo, oo, same_o, old_o, refilled_o);
     }
   }));
   PetscCall(SeqAIJMPSetSettings(Ad, d->settings));
   PetscCall(SeqAIJMPSetSettings(Ao, d->settings));
-  PetscCall(SeqAIJMPInstall(Ad, std::move(cd)));
-  PetscCall(SeqAIJMPInstall(Ao, std::move(co)));
+  PetscCall(SeqAIJMPInstall(Ad, std::move(cd), refilled_d));
+  PetscCall(SeqAIJMPInstall(Ao, std::move(co), refilled_o));
   d->built_state = state;
   PetscCall(PetscLogEventEnd(MATAIJMP_Build, A, 0, 0, 0));
   PetscFunctionReturn(0);
@@ -169,6 +176,8 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f)
     info->rows[f] = part.rows[f];
   info->sliced_rows = part.sliced_rows;
+  info->builds       = part.builds; // of the diagonal block; the most of any rank below
+  info->value_builds = part.value_builds;
   info->node_rows   = part.node_rows;
   info->nodes       = part.nodes;
   info->wide_nodes  = part.wide_nodes;
@@ -188,6 +197,9 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   info->stored      = counts[0];
   info->sliced_rows = counts[1];
   for (int k = 0; k < 3; ++k) info->kernel_parts[k] = counts[2 + k];
+  static_assert(offsetof(MatAIJMPInfo, value_builds) == offsetof(MatAIJMPInfo, builds) + sizeof(PetscInt64),
+                "builds and value_builds are consecutive");
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->builds, 2, MPIU_INT64, MPI_MAX, comm));
   PetscReal bytes[2] = {info->bytes, info->aij_bytes};
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPIU_REAL, MPI_SUM, comm));
   info->bytes     = bytes[0];

@@ -45,11 +45,15 @@ PetscErrorCode build_compact(Mat A)
   StorageOptions opts = d->settings.opts;
   PetscCall(SeqAIJMPSumOrder(A, &opts.order));
   std::unique_ptr<CompactCsr> old;
-  PetscCall(SeqAIJMPTakeCompact(A, old)); // its memory is reused
+  bool same_pattern = false, value_only = false;
+  PetscCall(SeqAIJMPTakeCompact(A, old, &same_pattern)); // its layout or at least its memory is reused
   PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
-  PetscCall(guarded([&] { compact = std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get())); }));
+  PetscCall(guarded([&] {
+    value_only = same_pattern && refill_compact_values(view, opts, *old);
+    compact    = value_only ? std::move(old) : std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get()));
+  }));
   PetscCall(PetscLogEventEnd(MATAIJMP_Build, A, 0, 0, 0));
-  PetscCall(SeqAIJMPInstall(A, std::move(compact)));
+  PetscCall(SeqAIJMPInstall(A, std::move(compact), value_only));
   PetscFunctionReturn(0);
 }
 
@@ -330,6 +334,8 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
     if (inodes) info->aij_bytes = bytes;
   }
   info->lossy = storage_mode_is_lossy(d->compact->mode) ? PETSC_TRUE : PETSC_FALSE;
+  info->builds       = d->full_builds;
+  info->value_builds = d->value_builds;
   PetscCall(SeqAIJMPKernelInfo(A, *info));
   PetscFunctionReturn(0);
 }
@@ -481,10 +487,18 @@ PetscErrorCode SeqAIJMPIsCurrent(Mat A, PetscBool *current)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SeqAIJMPTakeCompact(Mat A, std::unique_ptr<CompactCsr> &old)
+PetscErrorCode SeqAIJMPTakeCompact(Mat A, std::unique_ptr<CompactCsr> &old, bool *same_pattern)
 {
+  SeqAIJMP *d = data_of(A);
+  BuildKey now;
+
   PetscFunctionBegin;
-  old = std::move(data_of(A)->compact);
+  PetscCall(SeqAIJMPKeyOf(A, now));
+  // dropped values (AIJ's kernel was chosen) leave no layout to refill
+  if (same_pattern)
+    *same_pattern = d->compact && !d->values_dropped && d->key.nonzerostate == now.nonzerostate &&
+                    d->key.ncols == now.ncols && d->key.cols == now.cols;
+  old = std::move(d->compact);
   PetscCall(SeqAIJMPInvalidate(A));
   PetscFunctionReturn(0);
 }
@@ -508,9 +522,10 @@ PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact)
+PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact, bool value_only)
 {
   PetscFunctionBegin;
+  (value_only ? data_of(A)->value_builds : data_of(A)->full_builds) += 1;
   data_of(A)->compact        = std::move(compact);
   data_of(A)->values_dropped = false;
   PetscCall(SeqAIJMPKeyOf(A, data_of(A)->key));

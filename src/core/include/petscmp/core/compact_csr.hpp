@@ -238,6 +238,7 @@ struct CompactCsr {
   std::int64_t nrows = 0, ncols = 0;
   StorageMode mode = StorageMode::lossless;
   SumOrder order   = SumOrder::sequential;
+  Layout layout_option = Layout::automatic; // the layout option it was built with
   bool all_rows_covered = true;      // every row belongs to a block (run layout); else unlisted rows are empty
   std::vector<RowBlock> blocks;      // row-wise layouts
   std::vector<SplitPart> split;      // entry split (blocks empty)
@@ -269,6 +270,23 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
 template <typename Index>
 CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
                                 const StorageOptions &opts, CompactCsr *recycle = nullptr);
+
+// The value-only rebuild: rewrites the values of `copy`, built by
+// assemble_compact_csr from a matrix with csr's nonzero pattern (the caller
+// knows: same nonzero state and arrays), when it was built with the same mode,
+// sum order and layout option and every row with values keeps its format.
+// Blocks, layout, nodes, slices and indices are kept, so the result is the one
+// a full build would give, at the cost of rewriting the values. Returns false
+// when any of this does not hold; copy's values are then undefined (the
+// caller assembles anew, lending copy's memory).
+// row_formats: from choose_row_formats over all parts (an MPI matrix).
+template <typename Index>
+bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts,
+                           CompactCsr &copy);
+// A single-part matrix: each row's format is decided just before its values
+// are written, in one pass over the values (not for rowsplit, whose range is
+// a mean over the whole matrix: false).
+template <typename Index> bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy);
 
 // Convenience: choose formats for a single matrix and assemble (any mode).
 template <typename Index>
