@@ -47,6 +47,8 @@ typedef struct {
   double       bytes;   /* matrix bytes a product reads (values + indices), without x and y */
   double       relerr;  /* ||y - y_aij||_2 / ||y_aij||_2 */
   double       build_s; /* aijmp: time to build the compact copy; < 0: not applicable */
+  double       rebuild_s; /* aijmp: rebuild after MatScale (same pattern); < 0: no copy */
+  PetscBool    rebuild_value_only; /* whether it kept the layout (every row kept its format) */
   PetscBool    has_info;
   MatAIJMPInfo info;
 } Row;
@@ -438,6 +440,23 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
     row->min_ms = 1e3 * minimum(mode_blk, reps);
     row->aij_ms = 1e3 * median(aij_blk, reps);
     PetscCall(RelErr(y, yref, refnorm, work, &row->relerr));
+    /* a Newton step's change of values: MatScale by 2 and back (powers of two keep every row's format), each
+       followed by the rebuild MatAIJMPGetInfo triggers (timed); the faster of the two is reported */
+    row->rebuild_s = -1;
+    for (int k = 0; k < 2; k++) {
+      MatAIJMPInfo after;
+      PetscCall(MatScale(P, k == 0 ? 2.0 : 0.5));
+      PetscCallMPI(MPI_Barrier(comm));
+      t = MPI_Wtime();
+      PetscCall(MatAIJMPGetInfo(P, &after));
+      PetscCallMPI(MPI_Barrier(comm));
+      t = MPI_Wtime() - t;
+      const PetscBool value_only = after.value_builds > row->info.value_builds + k ? PETSC_TRUE : PETSC_FALSE;
+      if (after.builds + after.value_builds > row->info.builds + row->info.value_builds + k && (row->rebuild_s < 0 || t < row->rebuild_s)) {
+        row->rebuild_s          = t;
+        row->rebuild_value_only = value_only;
+      }
+    }
   }
   /* AIJ's real bytes: with inodes its kernel reads one column index per inode (MatAIJMPInfo.aij_bytes knows) */
   if (nruns > 0) rows[0].bytes = rows[2].info.aij_bytes;
@@ -462,6 +481,17 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
     else PetscCall(PetscStrcpy(build, "-"));
     PetscCall(PetscPrintf(comm, "%-18s %9.2f %8.2f %7.1f%% %8.2fx %10.2f %11.3e %8s %9.2f %9.2f\n", row->name, row->ms, gbs, 100.0 * gbs / triad_gbs, row->aij_ms / row->ms,
                           row->bytes / (double)nnz, row->relerr, build, row->aij_ms, row->min_ms));
+  }
+  PetscCall(PetscPrintf(comm, "build cost in AIJ MatMults (median %.2f ms): first build of the compact copy; rebuild after MatScale\n",
+                        rows[0].ms));
+  for (PetscInt mi = 0; mi < nruns; mi++) {
+    const Row *row = &rows[2 + mi];
+    char       rebuild[64];
+    if (row->rebuild_s >= 0)
+      PetscCall(PetscSNPrintf(rebuild, sizeof(rebuild), "%s %.3f s = %.1f MatMults", row->rebuild_value_only ? "value-only" : "full (row formats changed)", row->rebuild_s,
+                              1e3 * row->rebuild_s / rows[0].ms));
+    else PetscCall(PetscStrcpy(rebuild, "- (no copy: AIJ's kernel)"));
+    PetscCall(PetscPrintf(comm, "  %-16s build %.3f s = %.1f MatMults; rebuild after MatScale: %s\n", row->name + 6, row->build_s, 1e3 * row->build_s / rows[0].ms, rebuild));
   }
   PetscCall(PetscPrintf(comm, "format mix per mode (rows per storage format, largest relative change of a stored value):\n"));
   for (PetscInt mi = 0; mi < nruns; mi++) {
@@ -550,7 +580,9 @@ int main(int argc, char **argv)
                         "  (timed: 'build s'), one untimed product, then %" PetscInt_FMT " rounds of {AIJ, SELL, the mode} in rotating order, each product\n"
                         "  timed alone between MPI_Barriers. 'ms(med)' is the median; 'speedup' = median(AIJ) / median(variant) from the\n"
                         "  same block ('AIJ ms'); the AIJ and SELL rows pool their samples of all blocks. 'ms(min)': the fastest\n"
-                        "  sample (noise shows as a median far above it).\n"
+                        "  sample (noise shows as a median far above it). After the rounds, MatScale by 2 and by 1/2 each trigger a\n"
+                        "  rebuild, timed (the faster is reported): value-only (layout and indices kept) when every row keeps its format,\n"
+                        "  else full, in the memory of the old copy. Both builds in AIJ MatMults (median of all AIJ samples).\n"
                         "Bytes a product must move (values + indices of the matrix, plus x and y once, 8*(rows+cols)):\n"
                         "  AIJ:   MatAIJMPInfo.aij_bytes + 8*(rows+cols): nnz*(8+sizeof(PetscInt)) + (rows+1)*sizeof(PetscInt), or with\n"
                         "         inodes (PETSc's inode kernel) 8*nnz + sizeof(PetscInt)*(columns of each inode + inodes + 1)\n"

@@ -603,8 +603,8 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
                                      std::vector<std::vector<NodeInfo>> &spare)
 {
   std::vector<NodeInfo> nodes;
-  if (!spare.empty()) { // the node list of the copy being replaced: memory already mapped
-    nodes.swap(spare.back());
+  if (!spare.empty()) { // a node list of the copy being replaced (memory already mapped), in its block order:
+    nodes.swap(spare.back()); // a rebuild with the same blocks gets each block's own list back
     spare.pop_back();
   }
   if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0) {
@@ -770,6 +770,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
       pool.give(b.node_cols.buffer());
       if (b.nodes.capacity()) spare_nodes.push_back(std::move(b.nodes));
     }
+    std::reverse(spare_nodes.begin(), spare_nodes.end()); // taken from the back: first block first
     recycle->blocks.clear();
   }
   check_view(csr);

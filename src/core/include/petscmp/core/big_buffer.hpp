@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 #include <utility>
 #include <vector>
@@ -122,25 +123,26 @@ public:
   void give(BigBuffer &b)
   {
     if (!b.capacity()) return;
-    free_.emplace_back();
-    free_.back().swap(b);
+    BigBuffer kept;
+    kept.swap(b);
+    const std::size_t capacity = kept.capacity();
+    free_.emplace(capacity, std::move(kept));
   }
   // target holds n bytes (undefined content): the smallest pooled buffer that
-  // is large enough, else a new allocation.
+  // is large enough, else a new allocation. A map by capacity: a copy of
+  // thousands of blocks lends thousands of buffers.
   void lend(BigBuffer &target, std::size_t n)
   {
-    std::size_t best = free_.size();
-    for (std::size_t i = 0; i < free_.size(); ++i)
-      if (free_[i].capacity() >= n && (best == free_.size() || free_[i].capacity() < free_[best].capacity())) best = i;
-    if (best < free_.size()) {
-      target.swap(free_[best]);
-      free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+    const auto best = free_.lower_bound(n);
+    if (best != free_.end()) {
+      target.swap(best->second);
+      free_.erase(best);
     }
     target.allocate(n);
   }
 
 private:
-  std::vector<BigBuffer> free_;
+  std::multimap<std::size_t, BigBuffer> free_;
 };
 
 } // namespace petscmp
