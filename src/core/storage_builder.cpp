@@ -603,7 +603,7 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
                                      std::vector<std::vector<NodeInfo>> &spare)
 {
   std::vector<NodeInfo> nodes;
-  if (!spare.empty()) { // a node list of the copy being replaced (memory already mapped), in its block order:
+  if (!spare.empty()) {       // a node list of the copy being replaced (memory already mapped), in its block order:
     nodes.swap(spare.back()); // a rebuild with the same blocks gets each block's own list back
     spare.pop_back();
   }
@@ -775,12 +775,14 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   }
   check_view(csr);
   if (static_cast<Index>(row_formats.size()) != csr.nrows) throw StorageError("petscmp: one format per row is needed");
+  if (opts.min_run_rows < 1) throw StorageError("petscmp: the shortest run must be at least one row");
   CompactCsr out;
   out.nrows            = csr.nrows;
   out.ncols            = csr.ncols;
   out.mode             = opts.mode;
   out.order            = opts.order;
   out.layout_option    = opts.layout;
+  out.min_run_rows     = opts.min_run_rows;
   out.stats.nrows      = csr.nrows;
   out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
   out.stats.index_size = sizeof(Index);
@@ -790,7 +792,8 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   for (Index i = 0; i < csr.nrows; ++i)
     nonempty += csr.rowptr[i + 1] > csr.rowptr[i];
   const bool mostly_empty = 2 * nonempty < csr.nrows;
-  const bool fragmented = static_cast<std::int64_t>(runs.size()) * kMinRunLength > std::max<std::int64_t>(nonempty, 1);
+  const bool fragmented =
+      static_cast<std::int64_t>(runs.size()) * opts.min_run_rows > std::max<std::int64_t>(nonempty, 1);
   if (runs.size() <= 1 && !mostly_empty)
     shape_runs(csr, runs, out);
   else if (fragmented || mostly_empty)
@@ -810,8 +813,8 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
   for (const RowBlock &b : copy.blocks)
     held += b.values.size() ? b.nnz : 0;
   return !copy.entry_split() && copy.mode == opts.mode && copy.order == opts.order &&
-         copy.layout_option == opts.layout && copy.nrows == csr.nrows && copy.ncols == csr.ncols &&
-         copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
+         copy.layout_option == opts.layout && copy.min_run_rows == opts.min_run_rows && copy.nrows == csr.nrows &&
+         copy.ncols == csr.ncols && copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
 }
 
 // The values of every block, each row written after format_of(row) confirmed

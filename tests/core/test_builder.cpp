@@ -53,11 +53,15 @@ template <typename Index> struct TestCsr {
 template <typename Index> TestCsr<Index> make_csr(const std::vector<std::vector<double>> &rows)
 {
   TestCsr<Index> m;
-  for (const auto &r : rows) m.add_row(r);
+  for (const auto &r : rows)
+    m.add_row(r);
   return m;
 }
 
-bool same(double a, double b) { return double_bits(a) == double_bits(b); }
+bool same(double a, double b)
+{
+  return double_bits(a) == double_bits(b);
+}
 
 double decode_at(const AlignedBytes &bytes, Format f, std::int64_t i)
 {
@@ -82,7 +86,8 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
   ASSERT_EQ(b.slice_count(), nslices);
   ASSERT_EQ(static_cast<std::int64_t>(b.row_lengths.size()), nslices * kSliceRows);
   EXPECT_EQ(b.slice_offsets.front(), 0);
-  EXPECT_EQ(static_cast<std::int64_t>(b.values.size()), b.stored_count() * static_cast<std::int64_t>(format_bytes(b.format)));
+  EXPECT_EQ(static_cast<std::int64_t>(b.values.size()),
+            b.stored_count() * static_cast<std::int64_t>(format_bytes(b.format)));
   EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), b.stored_count());
   for (std::int64_t q = 0; q < nslices; ++q) {
     std::int64_t width = 0;
@@ -111,8 +116,10 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
 // followed by zero padding.
 template <typename Index> void check_nodes(const RowBlock &b, const TestCsr<Index> &m)
 {
-  EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz + kNodeValuePadding) * format_bytes(b.format));
-  for (int p = 0; p < kNodeValuePadding; ++p) EXPECT_EQ(decode_at(b.values, b.format, b.nnz + p), 0.0) << "padding must be zero";
+  EXPECT_EQ(static_cast<std::size_t>(b.values.size()),
+            static_cast<std::size_t>(b.nnz + kNodeValuePadding) * format_bytes(b.format));
+  for (int p = 0; p < kNodeValuePadding; ++p)
+    EXPECT_EQ(decode_at(b.values, b.format, b.nnz + p), 0.0) << "padding must be zero";
   std::int64_t next = 0, values = 0;
   for (const NodeInfo &nd : b.nodes) {
     EXPECT_EQ(nd.first, next);
@@ -149,9 +156,12 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
   EXPECT_FALSE(A.entry_split());
   std::int64_t next_run_row = 0;
   for (const RowBlock &b : A.blocks) {
-    if (b.sliced()) check_slices(b, m);
-    else if (b.node_layout()) check_nodes(b, m);
-    else EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
+    if (b.sliced())
+      check_slices(b, m);
+    else if (b.node_layout())
+      check_nodes(b, m);
+    else
+      EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
     if (b.grouped()) {
       EXPECT_FALSE(A.all_rows_covered);
       if (!b.sliced() && !b.node_layout()) {
@@ -190,7 +200,8 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
   if (A.all_rows_covered) {
     EXPECT_EQ(next_run_row, m.nrows);
   }
-  for (std::size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], 1) << "entry " << k;
+  for (std::size_t k = 0; k < seen.size(); ++k)
+    EXPECT_EQ(seen[k], 1) << "entry " << k;
   return out;
 }
 
@@ -219,7 +230,8 @@ void check_compact(const CompactCsr &A, const TestCsr<Index> &m, const std::vect
     want[static_cast<int>(f)].nnz += m.row_len(i);
     value_bytes += m.row_len(i) * static_cast<std::int64_t>(format_bytes(f));
     for (Index k = m.rowptr[i]; k < m.rowptr[i + 1]; ++k) {
-      EXPECT_TRUE(same(rb.vals[k], round_trip(f, m.vals[k])) || (std::isnan(rb.vals[k]) && std::isnan(round_trip(f, m.vals[k]))))
+      EXPECT_TRUE(same(rb.vals[k], round_trip(f, m.vals[k])) ||
+                  (std::isnan(rb.vals[k]) && std::isnan(round_trip(f, m.vals[k]))))
           << "row " << i << " entry " << k << ": " << rb.vals[k] << " vs " << m.vals[k] << " in " << format_name(f);
       double &e = want[static_cast<int>(f)].max_relative_error;
       e         = std::max(e, rel_err(rb.vals[k], m.vals[k]));
@@ -237,7 +249,8 @@ void check_compact(const CompactCsr &A, const TestCsr<Index> &m, const std::vect
   for (int f = 0; f < kFormatCount; ++f) {
     EXPECT_EQ(A.stats.per_format[f].rows, want[f].rows) << format_name(static_cast<Format>(f));
     EXPECT_EQ(A.stats.per_format[f].nnz, want[f].nnz) << format_name(static_cast<Format>(f));
-    EXPECT_EQ(A.stats.per_format[f].max_relative_error, want[f].max_relative_error) << format_name(static_cast<Format>(f));
+    EXPECT_EQ(A.stats.per_format[f].max_relative_error, want[f].max_relative_error)
+        << format_name(static_cast<Format>(f));
     maxe = std::max(maxe, want[f].max_relative_error);
   }
   EXPECT_EQ(A.stats.max_relative_error(), maxe);
@@ -253,9 +266,10 @@ struct RowCase {
 template <typename Index> void check_mode(StorageOptions opts, const std::vector<RowCase> &cases)
 {
   std::vector<std::vector<double>> rows;
-  for (const auto &c : cases) rows.push_back(c.values);
-  const TestCsr<Index> m              = make_csr<Index>(rows);
-  const std::vector<Format> formats   = choose_row_formats(std::vector<CsrView<Index>>{m.view()}, opts);
+  for (const auto &c : cases)
+    rows.push_back(c.values);
+  const TestCsr<Index> m            = make_csr<Index>(rows);
+  const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<Index>>{m.view()}, opts);
   ASSERT_EQ(formats.size(), cases.size());
   for (std::size_t i = 0; i < cases.size(); ++i)
     EXPECT_EQ(format_name(formats[i]), std::string(format_name(cases[i].expect)))
@@ -266,7 +280,8 @@ template <typename Index> void check_mode(StorageOptions opts, const std::vector
   check_compact(A, m, formats);
 }
 
-template <typename Index> class BuilderTest : public ::testing::Test {};
+template <typename Index> class BuilderTest : public ::testing::Test {
+};
 using IndexTypes = ::testing::Types<std::int32_t, std::int64_t>;
 TYPED_TEST_SUITE(BuilderTest, IndexTypes);
 
@@ -290,17 +305,17 @@ TYPED_TEST(BuilderTest, Lossless)
                             {{65536.0 * 3, 1}, Format::bf16}, // exact in bf16, beyond fp16's range
                             {{0.1}, Format::fp64},
                             {{1 + 0x1p-20}, Format::fp32},
-                            {{0x1p-30}, Format::bf16},        // below fp16's subnormals
+                            {{0x1p-30}, Format::bf16}, // below fp16's subnormals
                             {{kInf, -kInf, 2}, Format::fp16},
                             {{kQNaN}, Format::fp16},
                             {{kPNaN}, Format::fp64},
-                            {{}, Format::fp16},               // empty: narrowest
+                            {{}, Format::fp16}, // empty: narrowest
                             {{-0.0, 0.0}, Format::fp16},
                             {{65504, 0x1p-24, -0x1p-14}, Format::fp16},
-                            {{65520}, Format::fp32},          // 12 significant bits: not bf16
-                            {{1e-310}, Format::fp64},         // double subnormal
-                            {{0x1p-140}, Format::fp32},       // fp32 subnormal, below bf16's
-                            {{0x1p-130}, Format::bf16},       // bf16 subnormal
+                            {{65520}, Format::fp32},           // 12 significant bits: not bf16
+                            {{1e-310}, Format::fp64},          // double subnormal
+                            {{0x1p-140}, Format::fp32},        // fp32 subnormal, below bf16's
+                            {{0x1p-130}, Format::bf16},        // bf16 subnormal
                             {{1, 2, 3, 0.1, 4}, Format::fp64}, // one value decides the row
                             {{1e5}, Format::fp32},
                             {{DBL_MAX}, Format::fp64},
@@ -316,13 +331,14 @@ TYPED_TEST(BuilderTest, LosslessStoresBitForBit)
     const int kind = static_cast<int>(rng() % 4);
     for (auto &v : r) {
       const double base = static_cast<double>(static_cast<std::int64_t>(rng() % 2001) - 1000);
-      v = kind == 0 ? base : kind == 1 ? base * 0x1p40 : kind == 2 ? base + 0x1p-12 : base / 3;
+      v                 = kind == 0 ? base : kind == 1 ? base * 0x1p40 : kind == 2 ? base + 0x1p-12 : base / 3;
     }
     m.add_row(r);
   }
   const CompactCsr A = build_compact_csr(m.view(), with_mode(StorageMode::lossless));
   const Readback rb  = read_back(A, m);
-  for (std::size_t k = 0; k < m.vals.size(); ++k) ASSERT_TRUE(same(rb.vals[k], m.vals[k])) << k;
+  for (std::size_t k = 0; k < m.vals.size(); ++k)
+    ASSERT_TRUE(same(rb.vals[k], m.vals[k])) << k;
   EXPECT_EQ(A.stats.max_relative_error(), 0.0);
 }
 
@@ -391,13 +407,13 @@ TYPED_TEST(BuilderTest, Tolerance)
   const double a   = std::ldexp(1 + 0x1p-8, 500); // fp11_4 error 2^-8/(1+2^-8) > 1e-3
   check_mode<TypeParam>(o, {
                                {{1 + 0x1p-9}, Format::fp16},
-                               {{0.1}, Format::fp16},        // fp16 error 2.4e-4
-                               {{0x1p20}, Format::bf16},     // beyond fp16, exact in bf16
-                               {{0x1p200}, Format::fp11_4},  // beyond fp32, exact in fp11_4
-                               {{1e5}, Format::fp32},        // bf16 error 1.6e-3, fp11_4 1.7e-2
+                               {{0.1}, Format::fp16},       // fp16 error 2.4e-4
+                               {{0x1p20}, Format::bf16},    // beyond fp16, exact in bf16
+                               {{0x1p200}, Format::fp11_4}, // beyond fp32, exact in fp11_4
+                               {{1e5}, Format::fp32},       // bf16 error 1.6e-3, fp11_4 1.7e-2
                                {{a}, Format::fp11_20},
                                {{0.1, 0x1p200}, Format::fp11_20},
-                               {{1e-310}, Format::fp64},     // underflows everywhere
+                               {{1e-310}, Format::fp64}, // underflows everywhere
                                {{kQNaN, -kInf}, Format::fp16},
                                {{kPNaN}, Format::fp64},
                            });
@@ -411,17 +427,21 @@ TYPED_TEST(BuilderTest, Tolerance)
 
 TYPED_TEST(BuilderTest, ToleranceZeroIsExactness)
 {
-  StorageOptions o = with_mode(StorageMode::tolerance);
-  o.tolerance      = 0.0;
+  StorageOptions o                 = with_mode(StorageMode::tolerance);
+  o.tolerance                      = 0.0;
   const std::vector<RowCase> cases = {
-      {{1 + 0x1p-4}, Format::fp16},   {{1.5 * 0x1p-100}, Format::bf16},
-      {{0x1p200}, Format::fp11_4},    {{1 + 0x1p-20}, Format::fp32},
+      {{1 + 0x1p-4}, Format::fp16},
+      {{1.5 * 0x1p-100}, Format::bf16},
+      {{0x1p200}, Format::fp11_4},
+      {{1 + 0x1p-20}, Format::fp32},
       {{std::ldexp(1 + 0x1p-20, 500)}, Format::fp11_20},
-      {{0.1}, Format::fp64},          {{1e-310}, Format::fp64},
+      {{0.1}, Format::fp64},
+      {{1e-310}, Format::fp64},
   };
   check_mode<TypeParam>(o, cases);
   // On rows without fp11 candidates it agrees with lossless.
-  std::vector<std::vector<double>> rows = {{1 + 0x1p-4}, {1.5 * 0x1p-100}, {1 + 0x1p-20}, {0.1}, {kQNaN}, {kPNaN}, {65520}};
+  std::vector<std::vector<double>> rows = {{1 + 0x1p-4}, {1.5 * 0x1p-100}, {1 + 0x1p-20}, {0.1},
+                                           {kQNaN},      {kPNaN},          {65520}};
   const TestCsr<TypeParam> m            = make_csr<TypeParam>(rows);
   EXPECT_EQ(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o),
             choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, with_mode(StorageMode::lossless)));
@@ -435,12 +455,13 @@ TYPED_TEST(BuilderTest, ToleranceBoundsRandomErrors)
   TestCsr<TypeParam> m;
   for (int i = 0; i < 400; ++i) {
     std::vector<double> r(1 + rng() % 5);
-    for (auto &v : r) v = std::ldexp(mant(rng), ex(rng)) * ((rng() & 1) ? -1 : 1);
+    for (auto &v : r)
+      v = std::ldexp(mant(rng), ex(rng)) * ((rng() & 1) ? -1 : 1);
     m.add_row(r);
   }
   for (double tol : {0.0, 1e-12, 1e-7, 1e-5, 1e-3, 0.01, 0.1}) {
-    StorageOptions o = with_mode(StorageMode::tolerance);
-    o.tolerance      = tol;
+    StorageOptions o   = with_mode(StorageMode::tolerance);
+    o.tolerance        = tol;
     const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
     const CompactCsr A = build_compact_csr(m.view(), o);
     check_compact(A, m, formats);
@@ -453,15 +474,15 @@ TYPED_TEST(BuilderTest, ToleranceBoundsRandomErrors)
 
 TYPED_TEST(BuilderTest, RowSplit)
 {
-  StorageOptions o  = with_mode(StorageMode::rowsplit);
-  o.range_factor    = 0.5;
-  o.mean_abs_value  = 2.0; // r = 1
+  StorageOptions o = with_mode(StorageMode::rowsplit);
+  o.range_factor   = 0.5;
+  o.mean_abs_value = 2.0; // r = 1
   std::vector<double> r0(200, 0.5), r1(200, 0.5);
   r0[17] = 7;
   r1[3] = r1[100] = r1[199] = -7;
   check_mode<TypeParam>(o, {
-                               {r0, Format::fp32}, // 199/200 inside
-                               {r1, Format::fp64}, // 197/200 inside
+                               {r0, Format::fp32},           // 199/200 inside
+                               {r1, Format::fp64},           // 197/200 inside
                                {{0.5, 1e-50}, Format::fp64}, // inside, but underflows fp32
                                {{}, Format::fp64},
                                {{1.0}, Format::fp64}, // |a| < r is strict
@@ -481,8 +502,8 @@ TYPED_TEST(BuilderTest, RowSplitMeanFromValues)
   const AbsSum s             = abs_value_sum(m.view());
   EXPECT_EQ(s.sum, 1200.0); // zeros, Inf and NaN are left out
   EXPECT_EQ(s.count, 101);
-  StorageOptions o = with_mode(StorageMode::rowsplit);
-  o.range_factor   = 0.1; // r = 0.1 * 1200/101 = 1.19
+  StorageOptions o      = with_mode(StorageMode::rowsplit);
+  o.range_factor        = 0.1; // r = 0.1 * 1200/101 = 1.19
   std::vector<Format> f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
   EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp64, Format::fp64}));
   o.row_fraction = 0.3; // 1 of 3 inside suffices; NaN and Inf are exact in fp32
@@ -499,11 +520,11 @@ TYPED_TEST(BuilderTest, RowSplitMeanFromValues)
   std::vector<double> big(100, 1000.0);
   const TestCsr<TypeParam> m2 = make_csr<TypeParam>({big, {}, {}});
   o.mean_abs_value            = -1.0;
-  f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), m2.view()}, o);
+  f                           = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), m2.view()}, o);
   // mean = (1200 + 100000) / 201 = 503.5, r = 50.3: row 0 has 100 twos and 100 thousands -> 50% inside
   EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp64, Format::fp64}));
   o.row_fraction = 0.5; // row 0: 100 of 200; row 2: 1 of 3 is too few
-  f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), m2.view()}, o);
+  f              = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), m2.view()}, o);
   EXPECT_EQ(f, (std::vector<Format>{Format::fp32, Format::fp64, Format::fp64}));
   // with a single part the mean of the first part alone applies: r = 1.19, the twos are outside
   f = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
@@ -527,8 +548,9 @@ TYPED_TEST(BuilderTest, BadOptionsThrow)
   EXPECT_THROW(choose_row_formats(parts, o), StorageError);
   EXPECT_THROW(choose_row_formats(parts, with_mode(StorageMode::entrysplit)), StorageError);
   const TestCsr<TypeParam> two = make_csr<TypeParam>({{1.0}, {2.0}});
-  EXPECT_THROW(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), two.view()}, with_mode(StorageMode::lossless)),
-               StorageError);
+  EXPECT_THROW(
+      choose_row_formats(std::vector<CsrView<TypeParam>>{m.view(), two.view()}, with_mode(StorageMode::lossless)),
+      StorageError);
   EXPECT_THROW(assemble_compact_csr(two.view(), std::vector<Format>{Format::fp64}, with_mode(StorageMode::lossless)),
                StorageError);
   EXPECT_TRUE(choose_row_formats(std::vector<CsrView<TypeParam>>{}, with_mode(StorageMode::lossless)).empty());
@@ -539,7 +561,8 @@ TYPED_TEST(BuilderTest, PartsDecideTogether)
   // diagonal and off-diagonal blocks of the same rows
   const TestCsr<TypeParam> d = make_csr<TypeParam>({{1.0, 2.0}, {1.0}, {}, {3.0}});
   const TestCsr<TypeParam> o = make_csr<TypeParam>({{0.1}, {}, {0x1p20}, {0x1p-30, 1 + 0x1p-20}});
-  const auto f = choose_row_formats(std::vector<CsrView<TypeParam>>{d.view(), o.view()}, with_mode(StorageMode::lossless));
+  const auto f =
+      choose_row_formats(std::vector<CsrView<TypeParam>>{d.view(), o.view()}, with_mode(StorageMode::lossless));
   EXPECT_EQ(f, (std::vector<Format>{Format::fp64, Format::fp16, Format::bf16, Format::fp32}));
   const StorageOptions opts = with_mode(StorageMode::lossless);
   check_compact(assemble_compact_csr(d.view(), f, opts), d, f);
@@ -559,7 +582,8 @@ TYPED_TEST(BuilderTest, EntrySplit)
   EXPECT_TRUE(A.blocks.empty());
   ASSERT_EQ(A.split.size(), 2u);
   const SplitPart *p32 = nullptr, *p64 = nullptr;
-  for (const auto &p : A.split) (p.format == Format::fp32 ? p32 : p64) = &p;
+  for (const auto &p : A.split)
+    (p.format == Format::fp32 ? p32 : p64) = &p;
   ASSERT_TRUE(p32 && p64);
   EXPECT_EQ(p64->format, Format::fp64);
   // expected parts, computed here: |a| < 1 and fp32 neither overflows nor underflows
@@ -590,8 +614,10 @@ TYPED_TEST(BuilderTest, EntrySplit)
   EXPECT_EQ(p64->cols, c64);
   ASSERT_EQ(p32->values.size(), v32.size() * 4);
   ASSERT_EQ(p64->values.size(), v64.size() * 8);
-  for (std::size_t k = 0; k < v32.size(); ++k) EXPECT_TRUE(same(decode(p32->values.as<float>()[k]), v32[k])) << k;
-  for (std::size_t k = 0; k < v64.size(); ++k) EXPECT_TRUE(same(p64->values.as<double>()[k], v64[k])) << k;
+  for (std::size_t k = 0; k < v32.size(); ++k)
+    EXPECT_TRUE(same(decode(p32->values.as<float>()[k]), v32[k])) << k;
+  for (std::size_t k = 0; k < v64.size(); ++k)
+    EXPECT_TRUE(same(p64->values.as<double>()[k], v64[k])) << k;
   const FormatStats &s32 = A.stats.per_format[static_cast<int>(Format::fp32)];
   const FormatStats &s64 = A.stats.per_format[static_cast<int>(Format::fp64)];
   EXPECT_EQ(s32.nnz, static_cast<std::int64_t>(v32.size()));
@@ -613,15 +639,17 @@ TYPED_TEST(BuilderTest, EntrySplitRandom)
   TestCsr<TypeParam> m;
   for (int i = 0; i < 500; ++i) {
     std::vector<double> r(rng() % 8);
-    for (auto &v : r) v = u(rng);
+    for (auto &v : r)
+      v = u(rng);
     m.add_row(r);
   }
   for (double range : {0.5, 1.0, 3.0}) {
     StorageOptions opts = with_mode(StorageMode::entrysplit);
     opts.range          = range;
     const CompactCsr A  = build_compact_csr(m.view(), opts);
-    std::int64_t small = 0;
-    for (double v : m.vals) small += std::fabs(v) < range;
+    std::int64_t small  = 0;
+    for (double v : m.vals)
+      small += std::fabs(v) < range;
     EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp32)].nnz, small);
     EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::fp64)].nnz, static_cast<std::int64_t>(m.vals.size()) - small);
     EXPECT_LE(A.stats.per_format[static_cast<int>(Format::fp32)].max_relative_error, 0x1p-24);
@@ -655,7 +683,8 @@ TYPED_TEST(BuilderTest, LayoutOneFormatIsOneRun)
 TYPED_TEST(BuilderTest, LayoutAlternatingIsGrouped)
 {
   std::vector<std::vector<double>> rows;
-  for (int i = 0; i < 64; ++i) rows.push_back(i % 2 ? std::vector<double>{0.1, 0.2, 0.3} : std::vector<double>{1.0});
+  for (int i = 0; i < 64; ++i)
+    rows.push_back(i % 2 ? std::vector<double>{0.1, 0.2, 0.3} : std::vector<double>{1.0});
   const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
   const StorageOptions opts  = with_mode(StorageMode::lossless, Layout::csr);
   const CompactCsr A         = build_compact_csr(m.view(), opts);
@@ -681,7 +710,8 @@ TYPED_TEST(BuilderTest, LayoutAlternatingIsGrouped)
 TYPED_TEST(BuilderTest, LayoutMostlyEmptyIsGrouped)
 {
   std::vector<std::vector<double>> rows(100);
-  for (int i = 0; i < 100; i += 10) rows[i] = {1.0, -2.0};
+  for (int i = 0; i < 100; i += 10)
+    rows[i] = {1.0, -2.0};
   const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
   const StorageOptions opts  = with_mode(StorageMode::lossless);
   const CompactCsr A         = build_compact_csr(m.view(), opts);
@@ -696,9 +726,9 @@ TYPED_TEST(BuilderTest, LayoutMostlyEmptyIsGrouped)
 
 TYPED_TEST(BuilderTest, LayoutRunThreshold)
 {
-  // The run layout needs runs of kMinRunLength = 32 nonempty rows on average:
-  // 128 nonempty rows in 4 runs keep it, 127 (one row emptied) or 5 runs do not.
-  ASSERT_EQ(kMinRunLength, 32);
+  // The run layout needs runs of min_run_rows (here 32) nonempty rows on
+  // average: 128 nonempty rows in 4 runs keep it, 127 (one row emptied) or 5
+  // runs do not. The default threshold groups all of these.
   struct Case {
     int nruns, emptied;
     bool runs;
@@ -711,19 +741,26 @@ TYPED_TEST(BuilderTest, LayoutRunThreshold)
     }
     if (c.emptied) rows[40].clear(); // inside a run: the run count stays 4
     const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
-    const StorageOptions opts  = with_mode(StorageMode::lossless);
-    const CompactCsr A         = build_compact_csr(m.view(), opts);
+    StorageOptions opts        = with_mode(StorageMode::lossless);
+    EXPECT_EQ(build_compact_csr(m.view(), opts).blocks.size(), 2u) << "default threshold " << kMinRunLength;
+    opts.min_run_rows  = 32;
+    const CompactCsr A = build_compact_csr(m.view(), opts);
     SCOPED_TRACE(std::to_string(c.nruns) + " runs, " + std::to_string(c.emptied) + " emptied");
     if (c.runs) {
       ASSERT_EQ(A.blocks.size(), static_cast<std::size_t>(c.nruns));
-      for (const auto &b : A.blocks) EXPECT_FALSE(b.grouped());
+      for (const auto &b : A.blocks)
+        EXPECT_FALSE(b.grouped());
       EXPECT_TRUE(A.all_rows_covered);
     } else {
       ASSERT_EQ(A.blocks.size(), 2u);
-      for (const auto &b : A.blocks) EXPECT_TRUE(b.grouped());
+      for (const auto &b : A.blocks)
+        EXPECT_TRUE(b.grouped());
     }
     check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
   }
+  StorageOptions zero_runs = with_mode(StorageMode::lossless);
+  zero_runs.min_run_rows   = 0;
+  EXPECT_THROW(build_compact_csr(make_csr<TypeParam>({{1.0}}).view(), zero_runs), StorageError);
 }
 
 TYPED_TEST(BuilderTest, LayoutEmptyMatrix)
@@ -741,7 +778,8 @@ TYPED_TEST(BuilderTest, LayoutEmptyMatrix)
   const CompactCsr A         = build_compact_csr(e.view(), with_mode(StorageMode::lossless));
   EXPECT_EQ(A.stats.nnz, 0);
   EXPECT_EQ(A.stats.value_bytes, 0);
-  for (const auto &b : A.blocks) EXPECT_EQ(b.nnz, 0);
+  for (const auto &b : A.blocks)
+    EXPECT_EQ(b.nnz, 0);
 }
 
 // ---- statistics on random matrices ------------------------------------------------------
@@ -756,11 +794,21 @@ TYPED_TEST(BuilderTest, RandomMatricesEveryRowMode)
     const int kind = static_cast<int>((i / (1 + i % 7)) % 5); // mixes short and long runs
     for (auto &v : r) {
       switch (kind) {
-      case 0: v = mant(rng); break;
-      case 1: v = std::ldexp(mant(rng), 20); break;   // beyond fp16
-      case 2: v = std::ldexp(mant(rng), 200); break;  // beyond fp32
-      case 3: v = std::ldexp(mant(rng), -1040); break; // double subnormal
-      default: v = std::round(mant(rng) * 100); break;
+      case 0:
+        v = mant(rng);
+        break;
+      case 1:
+        v = std::ldexp(mant(rng), 20);
+        break; // beyond fp16
+      case 2:
+        v = std::ldexp(mant(rng), 200);
+        break; // beyond fp32
+      case 3:
+        v = std::ldexp(mant(rng), -1040);
+        break; // double subnormal
+      default:
+        v = std::round(mant(rng) * 100);
+        break;
       }
     }
     m.add_row(r);
@@ -791,7 +839,8 @@ TYPED_TEST(BuilderTest, Fp16MaxRelativeError)
   for (int i = 0; i < 300; ++i) {
     std::vector<double> r(1 + rng() % 6);
     const double scale = (i % 3 == 0) ? 1e3 : 1.0; // some rows exceed fp16 -> fp32
-    for (auto &v : r) v = scale * std::pow(10.0, lg(rng)) * ((rng() & 1) ? -1 : 1);
+    for (auto &v : r)
+      v = scale * std::pow(10.0, lg(rng)) * ((rng() & 1) ? -1 : 1);
     m.add_row(r);
   }
   const StorageOptions opts = with_mode(StorageMode::fp16);
@@ -805,11 +854,11 @@ TYPED_TEST(BuilderTest, Fp16MaxRelativeError)
       const double v = m.vals[k];
       if (formats[i] == Format::fp16) {
         int e;
-        std::frexp(v, &e);                                       // |v| in [2^(e-1), 2^e)
-        const int q     = std::max(e - 1, -14) - 10;             // fp16 ulp exponent
-        const double r  = std::nearbyint(std::ldexp(v, -q));     // ties to even (default mode)
-        const double h  = std::ldexp(r, q);
-        want16          = std::max(want16, std::fabs(h - v) / std::fabs(v));
+        std::frexp(v, &e);                                  // |v| in [2^(e-1), 2^e)
+        const int q    = std::max(e - 1, -14) - 10;         // fp16 ulp exponent
+        const double r = std::nearbyint(std::ldexp(v, -q)); // ties to even (default mode)
+        const double h = std::ldexp(r, q);
+        want16         = std::max(want16, std::fabs(h - v) / std::fabs(v));
         ASSERT_LT(std::fabs(v), 65520.0);
       } else {
         ASSERT_EQ(formats[i], Format::fp32);
@@ -826,7 +875,8 @@ TYPED_TEST(BuilderTest, Fp16MaxRelativeError)
 
 TEST(Builder, ModeNames)
 {
-  const char *names[] = {"lossless", "fp32", "fp16", "bf16", "fp11_20", "fp11_4", "tolerance", "rowsplit", "entrysplit"};
+  const char *names[] = {"lossless", "fp32",      "fp16",     "bf16",      "fp11_20",
+                         "fp11_4",   "tolerance", "rowsplit", "entrysplit"};
   for (int i = 0; i < kStorageModeCount; ++i) {
     const StorageMode m = static_cast<StorageMode>(i);
     EXPECT_EQ(std::string(storage_mode_name(m)), names[i]);
@@ -866,7 +916,8 @@ TYPED_TEST(BuilderTest, SlicedLayoutRoundTrip)
 {
   // 21 rows: two full slices and a partial one, an empty row inside a slice
   std::vector<int> lengths;
-  for (int i = 0; i < 21; ++i) lengths.push_back(i == 5 ? 0 : 3 + i % 2);
+  for (int i = 0; i < 21; ++i)
+    lengths.push_back(i == 5 ? 0 : 3 + i % 2);
   const TestCsr<TypeParam> m = rows_of_lengths<TypeParam>(lengths, 50);
   for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16}) {
     const StorageOptions opts = with_mode(mode, Layout::sliced);
@@ -908,7 +959,8 @@ TYPED_TEST(BuilderTest, SlicedLayoutGroupedRows)
 {
   // alternating formats give grouped blocks; each is sliced over its own row list
   std::vector<std::vector<double>> rows;
-  for (int i = 0; i < 40; ++i) rows.push_back(i % 2 ? std::vector<double>{0.1, 0.2, 0.3} : std::vector<double>{1.0, 2.0, 3.0});
+  for (int i = 0; i < 40; ++i)
+    rows.push_back(i % 2 ? std::vector<double>{0.1, 0.2, 0.3} : std::vector<double>{1.0, 2.0, 3.0});
   const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
   const StorageOptions opts  = with_mode(StorageMode::lossless, Layout::sliced);
   const CompactCsr A         = build_compact_csr(m.view(), opts);
@@ -971,21 +1023,51 @@ Format uniform_by_definition(const std::vector<double> &row, Format f)
 TYPED_TEST(BuilderTest, FastFormatChoiceMatchesDefinition)
 {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  const double specials[] = {0.0, -0.0, inf, -inf, nan, -nan, 65504.0, 65505.0, 65519.99, 65520.0, 0x1p-14, 0x1p-24,
-                             0x1.8p-25, 0x1p-25, 0x1p-26, 0x1.fep127, 0x1.ffp127, 0x1p-126, 0x1p-133, 0x1p-149,
-                             0x1p-150, FLT_MAX, 0x1.fffffefffffffp127, DBL_MAX, DBL_MIN, 0x1p-1074, 1.0 + 0x1p-23,
-                             1.0 + 0x1p-24, 1.0 + 0x1p-10, 1.0 + 0x1p-11, 3.0, -7.5, 0.1,
+  const double specials[] = {0.0,
+                             -0.0,
+                             inf,
+                             -inf,
+                             nan,
+                             -nan,
+                             65504.0,
+                             65505.0,
+                             65519.99,
+                             65520.0,
+                             0x1p-14,
+                             0x1p-24,
+                             0x1.8p-25,
+                             0x1p-25,
+                             0x1p-26,
+                             0x1.fep127,
+                             0x1.ffp127,
+                             0x1p-126,
+                             0x1p-133,
+                             0x1p-149,
+                             0x1p-150,
+                             FLT_MAX,
+                             0x1.fffffefffffffp127,
+                             DBL_MAX,
+                             DBL_MIN,
+                             0x1p-1074,
+                             1.0 + 0x1p-23,
+                             1.0 + 0x1p-24,
+                             1.0 + 0x1p-10,
+                             1.0 + 0x1p-11,
+                             3.0,
+                             -7.5,
+                             0.1,
                              std::numeric_limits<double>::signaling_NaN()};
   std::mt19937_64 rng(99);
   TestCsr<TypeParam> m;
   std::vector<std::vector<double>> rows;
-  for (double v : specials) rows.push_back({1.0, v, 2.0}); // one special value per row
-  for (int i = 0; i < 3000; ++i) {                     // random bit patterns around the formats' ranges
+  for (double v : specials)
+    rows.push_back({1.0, v, 2.0}); // one special value per row
+  for (int i = 0; i < 3000; ++i) { // random bit patterns around the formats' ranges
     std::vector<double> r(1 + rng() % 4);
     for (auto &v : r) {
-      const int e = static_cast<int>(rng() % 320) - 160;
+      const int e              = static_cast<int>(rng() % 320) - 160;
       const std::uint64_t keep = rng() % 4 == 0 ? 0 : (rng() % 3 == 0 ? 0xffffffffe0000000ull : 0xfffffffffffff000ull);
-      v = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
+      v                        = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
       if (keep) v = double_from_bits(double_bits(v) & keep); // fewer significant bits: exact in narrower formats
     }
     rows.push_back(r);
@@ -1001,15 +1083,19 @@ TYPED_TEST(BuilderTest, FastFormatChoiceMatchesDefinition)
     }
     rows.push_back(r);
   }
-  for (const auto &r : rows) m.add_row(r);
+  for (const auto &r : rows)
+    m.add_row(r);
   for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
                            StorageMode::fp11_20, StorageMode::fp11_4}) {
     const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, with_mode(mode));
-    const Format start = mode == StorageMode::fp32 ? Format::fp32 : mode == StorageMode::fp16 ? Format::fp16
-                       : mode == StorageMode::bf16 ? Format::bf16 : mode == StorageMode::fp11_20 ? Format::fp11_20
-                                                                                            : Format::fp11_4;
+    const Format start = mode == StorageMode::fp32      ? Format::fp32
+                         : mode == StorageMode::fp16    ? Format::fp16
+                         : mode == StorageMode::bf16    ? Format::bf16
+                         : mode == StorageMode::fp11_20 ? Format::fp11_20
+                                                        : Format::fp11_4;
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Format want = mode == StorageMode::lossless ? lossless_by_definition(rows[i]) : uniform_by_definition(rows[i], start);
+      const Format want =
+          mode == StorageMode::lossless ? lossless_by_definition(rows[i]) : uniform_by_definition(rows[i], start);
       ASSERT_EQ(formats[i], want) << storage_mode_name(mode) << " row " << i << " first value " << std::hexfloat
                                   << rows[i][0] << " second " << (rows[i].size() > 1 ? rows[i][1] : 0.0);
     }
@@ -1036,7 +1122,8 @@ void expect_same_copy(const CompactCsr &a, const CompactCsr &b)
   for (int f = 0; f < kFormatCount; ++f) {
     EXPECT_EQ(a.stats.per_format[f].rows, b.stats.per_format[f].rows);
     EXPECT_EQ(a.stats.per_format[f].nnz, b.stats.per_format[f].nnz);
-    EXPECT_EQ(a.stats.per_format[f].max_relative_error, b.stats.per_format[f].max_relative_error) << format_name(static_cast<Format>(f));
+    EXPECT_EQ(a.stats.per_format[f].max_relative_error, b.stats.per_format[f].max_relative_error)
+        << format_name(static_cast<Format>(f));
   }
   EXPECT_EQ(a.stats.value_bytes, b.stats.value_bytes);
   EXPECT_EQ(a.stats.index_bytes, b.stats.index_bytes);
@@ -1055,7 +1142,7 @@ template <typename Index> TestCsr<Index> node_matrix(std::mt19937_64 &rng, int n
       r.assign(static_cast<std::size_t>(len), 0.0);
       for (auto &v : r) {
         v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0; // fp16-exact
-        if (cls == 1) v = 0x1p100 * static_cast<double>(1 + rng() % 100);    // bf16, not fp16
+        if (cls == 1) v = 0x1p100 * static_cast<double>(1 + rng() % 100);      // bf16, not fp16
         if (cls == 2) v = static_cast<double>(static_cast<float>(static_cast<double>(rng() >> 11) * 0x1p-53));
         if (cls == 3) v = static_cast<double>(rng() >> 11) * 0x1p-53 + 0.1;
       }
@@ -1073,13 +1160,15 @@ TYPED_TEST(BuilderTest, ValueOnlyRefillEqualsFreshBuild)
     for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
                              StorageMode::fp11_4, StorageMode::tolerance}) {
       SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout));
-      TestCsr<TypeParam> m = node_matrix<TypeParam>(rng, 300);
+      TestCsr<TypeParam> m      = node_matrix<TypeParam>(rng, 300);
       const StorageOptions opts = with_mode(mode, layout);
       for (bool fused : {false, true}) {
         CompactCsr copy = build_compact_csr(m.view(), opts);
-        for (auto &v : m.vals) v *= 2.0; // every value keeps its exactness class and range: formats stay
+        for (auto &v : m.vals)
+          v *= 2.0; // every value keeps its exactness class and range: formats stay
         const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
-        ASSERT_TRUE(fused ? refill_compact_values(m.view(), opts, copy) : refill_compact_values(m.view(), formats, opts, copy));
+        ASSERT_TRUE(fused ? refill_compact_values(m.view(), opts, copy)
+                          : refill_compact_values(m.view(), formats, opts, copy));
         check_compact(copy, m, formats);
         expect_same_copy(copy, build_compact_csr(m.view(), opts));
       }
@@ -1089,19 +1178,20 @@ TYPED_TEST(BuilderTest, ValueOnlyRefillEqualsFreshBuild)
 TYPED_TEST(BuilderTest, ValueOnlyRefillRefusesChanges)
 {
   std::mt19937_64 rng(8);
-  TestCsr<TypeParam> m = node_matrix<TypeParam>(rng, 200);
+  TestCsr<TypeParam> m          = node_matrix<TypeParam>(rng, 200);
   const StorageOptions lossless = with_mode(StorageMode::lossless);
   CompactCsr copy               = build_compact_csr(m.view(), lossless);
   // a row changes format: a value needing fp64 in the first row with values (lossless)
   TestCsr<TypeParam> changed = m;
   std::size_t k              = 0;
-  while (k < changed.vals.size() && !(classify_conversion(Format::fp16, changed.vals[k]) == Conversion::exact)) ++k;
+  while (k < changed.vals.size() && !(classify_conversion(Format::fp16, changed.vals[k]) == Conversion::exact))
+    ++k;
   ASSERT_LT(k, changed.vals.size());
   changed.vals[k] = 0.1;
   EXPECT_FALSE(refill_compact_values(changed.view(), lossless, copy));
   copy = build_compact_csr(m.view(), lossless);
-  EXPECT_FALSE(refill_compact_values(changed.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{changed.view()}, lossless),
-                                     lossless, copy));
+  EXPECT_FALSE(refill_compact_values(
+      changed.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{changed.view()}, lossless), lossless, copy));
   // the refused copy's memory still serves a full build, which is right
   const CompactCsr rebuilt = assemble_compact_csr(
       changed.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{changed.view()}, lossless), lossless, &copy);
@@ -1117,7 +1207,8 @@ TYPED_TEST(BuilderTest, ValueOnlyRefillRefusesChanges)
   fewer.nrows -= 1;
   EXPECT_FALSE(refill_compact_values(fewer, lossless, copy));
   CompactCsr dropped = build_compact_csr(m.view(), lossless);
-  for (RowBlock &b : dropped.blocks) b.values.release();
+  for (RowBlock &b : dropped.blocks)
+    b.values.release();
   EXPECT_FALSE(refill_compact_values(m.view(), lossless, dropped));
   const StorageOptions rowsplit = with_mode(StorageMode::rowsplit);
   CompactCsr split_rows         = build_compact_csr(m.view(), rowsplit);

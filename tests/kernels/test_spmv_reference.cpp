@@ -113,17 +113,18 @@ TYPED_TEST_SUITE(SpmvReference, IndexTypes);
 StorageOptions options(StorageMode mode, SumOrder order, Layout layout = Layout::automatic)
 {
   StorageOptions o;
-  o.mode   = mode;
-  o.order  = order;
-  o.layout = layout;
+  o.mode         = mode;
+  o.order        = order;
+  o.layout       = layout;
+  o.min_run_rows = 32; // the small test matrices keep their runs of 40-64 rows as run blocks
   return o;
 }
 
 // y = A x + z against a dense product of the *original* values (column order reversed):
 // |y - y_dense| <= sum_j |a_ij - s_ij| |x_j| + 2 gamma_(n+1) (|z_i| + sum_j |a_ij x_j| (1 + u_ij))
 template <typename Index>
-void check_against_dense(const Matrix<Index> &a, const Stored &s, const std::vector<double> &x, const std::vector<double> &z,
-                         const std::vector<double> &yz)
+void check_against_dense(const Matrix<Index> &a, const Stored &s, const std::vector<double> &x,
+                         const std::vector<double> &z, const std::vector<double> &yz)
 {
   const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
   std::vector<double> dense(nr * nc, 0.0), dense_u(nr * nc, 0.0);
@@ -144,7 +145,6 @@ void check_against_dense(const Matrix<Index> &a, const Stored &s, const std::vec
     const double bound = rounding + 2 * gamma_n(n + 2) * mag;
     ASSERT_LE(std::fabs(yz[i] - sum), bound) << "row " << i;
   }
-
 }
 
 // dense: also compare with a dense product of the original values (O(rows x columns)).
@@ -242,25 +242,25 @@ TYPED_TEST(SpmvReference, LosslessMatchesOriginalValuesBitwise)
   for (Shape shape : {Shape::fragmented, Shape::runs, Shape::mostly_empty}) {
     const Matrix<Index> a = random_matrix<Index>(Index(500), Index(500), shape, 17);
     for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
-    for (Layout layout : {Layout::csr, Layout::sliced, Layout::node}) {
-      const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, order, layout));
-      EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp16)].nnz, 0);
-      EXPECT_GT(A.stats.per_format[static_cast<int>(Format::bf16)].nnz, 0);
-      EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp64)].nnz, 0);
-      const std::vector<double> x = random_vector(500, 1), z = random_vector(500, 2);
-      std::vector<double> y(500);
-      reference::spmv(A, a.pattern(), x.data(), z.data(), y.data());
-      for (Index i = 0; i < a.nrows; ++i) {
-        double sum = z[i];
-        Index k    = a.rowptr[i];
-        if (order == SumOrder::paired)
-          for (; k + 1 < a.rowptr[i + 1]; k += 2)
-            sum += a.vals[k] * x[a.cols[k]] + a.vals[k + 1] * x[a.cols[k + 1]];
-        for (; k < a.rowptr[i + 1]; ++k)
-          sum += a.vals[k] * x[a.cols[k]];
-        ASSERT_TRUE(same(y[i], sum)) << shape_name(shape) << " " << layout_name(layout) << " row " << i;
+      for (Layout layout : {Layout::csr, Layout::sliced, Layout::node}) {
+        const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, order, layout));
+        EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp16)].nnz, 0);
+        EXPECT_GT(A.stats.per_format[static_cast<int>(Format::bf16)].nnz, 0);
+        EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp64)].nnz, 0);
+        const std::vector<double> x = random_vector(500, 1), z = random_vector(500, 2);
+        std::vector<double> y(500);
+        reference::spmv(A, a.pattern(), x.data(), z.data(), y.data());
+        for (Index i = 0; i < a.nrows; ++i) {
+          double sum = z[i];
+          Index k    = a.rowptr[i];
+          if (order == SumOrder::paired)
+            for (; k + 1 < a.rowptr[i + 1]; k += 2)
+              sum += a.vals[k] * x[a.cols[k]] + a.vals[k + 1] * x[a.cols[k + 1]];
+          for (; k < a.rowptr[i + 1]; ++k)
+            sum += a.vals[k] * x[a.cols[k]];
+          ASSERT_TRUE(same(y[i], sum)) << shape_name(shape) << " " << layout_name(layout) << " row " << i;
+        }
       }
-    }
   }
 }
 
@@ -291,8 +291,10 @@ TYPED_TEST(SpmvReference, NodeMatrices)
           }
       // the node layout really holds nodes of several sizes, narrow (and wide)
       const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::paired, Layout::node));
-      if (wide) EXPECT_GT(A.stats.wide_nodes, 0);
-      else EXPECT_EQ(A.stats.wide_nodes, 0);
+      if (wide)
+        EXPECT_GT(A.stats.wide_nodes, 0);
+      else
+        EXPECT_EQ(A.stats.wide_nodes, 0);
       EXPECT_LT(A.stats.wide_nodes, A.stats.nodes);
       std::int64_t rows = 0, sizes = 0;
       for (int sz = 1; sz <= kMaxNodeRows; ++sz) {

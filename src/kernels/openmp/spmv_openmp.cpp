@@ -173,44 +173,49 @@ void thread_slices(const RowBlock &block, int t, int nt, std::int64_t &q0, std::
 // multiply; the adds are masked to the rows that have an entry j, so every
 // row's sum takes exactly the reference's steps (no padding term is added).
 template <SumOrder Order, typename S>
-void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z,
-                   double *y)
+void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
-  const auto vals            = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
-  const std::int32_t *cols   = block.cols.data();
-  const std::int64_t nrows   = block.row_count();
-  const bool grouped         = block.grouped();
-  const __m512d zero         = _mm512_setzero_pd();
-  auto product = [&](std::int64_t at, __mmask8 m) {
+  const auto vals          = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+  const std::int32_t *cols = block.cols.data();
+  const std::int64_t nrows = block.row_count();
+  const bool grouped       = block.grouped();
+  const __m512d zero       = _mm512_setzero_pd();
+  auto product             = [&](std::int64_t at, __mmask8 m) {
     const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + at));
     return _mm512_mul_pd(vals.read8(static_cast<std::size_t>(at), 0xff), _mm512_mask_i32gather_pd(zero, m, c, x, 8));
   };
   for (std::int64_t q = q0; q < q1; ++q) {
-    const std::int64_t k0   = q * kSliceRows;
-    const __mmask8 live     = first_lanes(static_cast<unsigned>(std::min<std::int64_t>(kSliceRows, nrows - k0)));
-    const __m256i lengths   = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(block.row_lengths.data() + k0));
-    const __m256i rows      = grouped ? _mm256_maskz_loadu_epi32(live, block.rows.data() + k0) : _mm256_setzero_si256();
-    double *const yrun      = grouped ? y : y + block.row_begin + k0;
-    __m512d sum             = zero;
-    if (z) sum = grouped ? _mm512_mask_i32gather_pd(zero, live, rows, z, 8) : _mm512_maskz_loadu_pd(live, z + block.row_begin + k0);
-    const std::int64_t base = block.slice_offsets[q];
+    const std::int64_t k0 = q * kSliceRows;
+    const __mmask8 live   = first_lanes(static_cast<unsigned>(std::min<std::int64_t>(kSliceRows, nrows - k0)));
+    const __m256i lengths = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(block.row_lengths.data() + k0));
+    const __m256i rows    = grouped ? _mm256_maskz_loadu_epi32(live, block.rows.data() + k0) : _mm256_setzero_si256();
+    double *const yrun    = grouped ? y : y + block.row_begin + k0;
+    __m512d sum           = zero;
+    if (z)
+      sum = grouped ? _mm512_mask_i32gather_pd(zero, live, rows, z, 8)
+                    : _mm512_maskz_loadu_pd(live, z + block.row_begin + k0);
+    const std::int64_t base  = block.slice_offsets[q];
     const std::int64_t width = (block.slice_offsets[q + 1] - base) / kSliceRows;
-    auto has_entry = [&](std::int64_t j) { return _mm256_cmpgt_epi32_mask(lengths, _mm256_set1_epi32(static_cast<int>(j))); };
+    auto has_entry           = [&](std::int64_t j) {
+      return _mm256_cmpgt_epi32_mask(lengths, _mm256_set1_epi32(static_cast<int>(j)));
+    };
     std::int64_t j = 0;
     if constexpr (Order == SumOrder::paired) { // sum += a_j x_j + a_j+1 x_j+1, then the odd one
       for (; j + 1 < width; j += 2) {
         const __mmask8 m0 = has_entry(j), m1 = has_entry(j + 1);
-        const __m512d p0  = product(base + j * kSliceRows, m0);
-        const __m512d p1  = product(base + (j + 1) * kSliceRows, m1);
-        sum               = _mm512_mask_add_pd(sum, m0, sum, _mm512_mask_add_pd(p0, m1, p0, p1));
+        const __m512d p0 = product(base + j * kSliceRows, m0);
+        const __m512d p1 = product(base + (j + 1) * kSliceRows, m1);
+        sum              = _mm512_mask_add_pd(sum, m0, sum, _mm512_mask_add_pd(p0, m1, p0, p1));
       }
     }
     for (; j < width; ++j) {
       const __mmask8 m = has_entry(j);
       sum              = _mm512_mask_add_pd(sum, m, sum, product(base + j * kSliceRows, m));
     }
-    if (grouped) _mm512_mask_i32scatter_pd(y, live, rows, sum, 8);
-    else _mm512_mask_storeu_pd(yrun, live, sum);
+    if (grouped)
+      _mm512_mask_i32scatter_pd(y, live, rows, sum, 8);
+    else
+      _mm512_mask_storeu_pd(yrun, live, sum);
   }
 }
 #endif
@@ -225,8 +230,8 @@ void slices_portable(const RowBlock &block, std::int64_t q0, std::int64_t q1, co
   for (std::int64_t k = q0 * kSliceRows; k < std::min(nrows, q1 * kSliceRows); ++k) {
     const std::int64_t row   = block.row(k);
     const std::int64_t first = block.value_index(k, 0, 0);
-    y[row] = row_dot<Order>(z ? z[row] : 0.0, vals.subrange(first, 0), block.cols.data() + first, block.row_lengths[k], x,
-                            kSliceRows);
+    y[row] = row_dot<Order>(z ? z[row] : 0.0, vals.subrange(first, 0), block.cols.data() + first, block.row_lengths[k],
+                            x, kSliceRows);
   }
 }
 
@@ -245,12 +250,12 @@ void slices(const RowBlock &block, std::int64_t q0, std::int64_t q1, const doubl
 void thread_nodes(const RowBlock &block, int t, int nt, std::int64_t &n0, std::int64_t &n1)
 {
   const std::int64_t nnodes = static_cast<std::int64_t>(block.nodes.size());
-  auto cut = [&](int s) -> std::int64_t {
+  auto cut                  = [&](int s) -> std::int64_t {
     if (s == 0) return 0;
     if (s == nt) return nnodes;
     const std::int64_t target = block.nnz * s / nt;
     return std::lower_bound(block.nodes.begin(), block.nodes.end(), target,
-                            [](const NodeInfo &nd, std::int64_t v) { return nd.values < v; }) -
+                                             [](const NodeInfo &nd, std::int64_t v) { return nd.values < v; }) -
            block.nodes.begin();
   };
   n0 = cut(t);
@@ -270,9 +275,55 @@ inline __m512d node_sums(__m512d sum, const S *v, int rows, __mmask8 m, const C 
   };
   std::int64_t e = 0;
   if constexpr (Order == SumOrder::paired)
-    for (; e + 1 < n; e += 2) sum = _mm512_add_pd(sum, _mm512_add_pd(product(e), product(e + 1)));
-  for (; e < n; ++e) sum = _mm512_add_pd(sum, product(e));
+    for (; e + 1 < n; e += 2)
+      sum = _mm512_add_pd(sum, _mm512_add_pd(product(e), product(e + 1)));
+  for (; e < n; ++e)
+    sum = _mm512_add_pd(sum, product(e));
   return sum;
+}
+
+// node_sums for nodes of R <= 4 rows, two entries per register: lanes [0, R)
+// hold entry e of the rows and lanes [R, 2R) entry e + 1, which are adjacent in
+// the node's values. One decode, one multiply and one lane shift serve two
+// entries (half the conversions of node_sums: on machines without AVX512-FP16
+// the fp16/bf16 conversions, not the bytes, bound the product). The sums take
+// node_sums' steps exactly, so the results are bitwise the same.
+template <SumOrder Order, int R, typename S, typename C>
+inline __m512d node_sums_two_per_register(__m512d sum, const S *v, const C *cols, std::int64_t n, const double *x)
+{
+  static_assert(R >= 1 && 2 * R <= 8, "two entries of the node must fit in one register");
+  constexpr __mmask8 low = static_cast<__mmask8>((1u << R) - 1), both = static_cast<__mmask8>((1u << (2 * R)) - 1);
+  constexpr __mmask8 high = static_cast<__mmask8>(both & ~low);
+  std::int64_t e          = 0;
+  for (; e + 1 < n; e += 2) {
+    const __m512d xe  = _mm512_mask_broadcastsd_pd(_mm512_set1_pd(x[cols[e]]), high, _mm_load_sd(x + cols[e + 1]));
+    const __m512d p   = _mm512_maskz_mul_pd(both, decode8_padded(v + e * R, both), xe);
+    const __m512i pi  = _mm512_castpd_si512(p);
+    const __m512d p_1 = _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(low, pi, pi, R)); // entry e + 1 to [0, R)
+    if constexpr (Order == SumOrder::paired)
+      sum = _mm512_add_pd(sum, _mm512_maskz_add_pd(low, p, p_1));
+    else
+      sum = _mm512_add_pd(_mm512_maskz_add_pd(low, sum, p), p_1);
+  }
+  if (e < n)
+    sum = _mm512_add_pd(sum, _mm512_maskz_mul_pd(low, decode8_padded(v + e * R, low), _mm512_set1_pd(x[cols[e]])));
+  return sum;
+}
+
+template <SumOrder Order, typename S, typename C>
+inline __m512d node_sums_any(__m512d sum, const S *v, int rows, __mmask8 m, const C *cols, std::int64_t n,
+                             const double *x)
+{
+  switch (rows) {
+  case 2:
+    return node_sums_two_per_register<Order, 2>(sum, v, cols, n, x);
+  case 3:
+    return node_sums_two_per_register<Order, 3>(sum, v, cols, n, x);
+  case 4:
+    return node_sums_two_per_register<Order, 4>(sum, v, cols, n, x);
+  default:
+    return node_sums<Order>(sum, v, rows, m, cols, n, x);
+  }
 }
 
 template <SumOrder Order, typename S>
@@ -285,7 +336,7 @@ void nodes_avx512(const RowBlock &block, std::int64_t n0, std::int64_t n1, const
     const __mmask8 m        = first_lanes(nd.rows);
     __m512d sum             = z ? _mm512_maskz_loadu_pd(m, z + row0) : _mm512_setzero_pd();
     with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
-      sum = node_sums<Order>(sum, vals + nd.values, nd.rows, m, cols, nd.length, xs);
+      sum = node_sums_any<Order>(sum, vals + nd.values, nd.rows, m, cols, nd.length, xs);
     });
     _mm512_mask_storeu_pd(y + row0, m, sum);
   }
@@ -294,13 +345,15 @@ void nodes_avx512(const RowBlock &block, std::int64_t n0, std::int64_t n1, const
 
 // Nodes [n0, n1) without AVX-512: each row through the reference's node_row_dot.
 template <SumOrder Order, typename S>
-void nodes_portable(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
+void nodes_portable(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z,
+                    double *y)
 {
   const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
   for (std::int64_t i = n0; i < n1; ++i) {
     const NodeInfo &nd      = block.nodes[i];
     const std::int64_t row0 = block.row(nd.first);
-    const auto node_vals = vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
+    const auto node_vals =
+        vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
     with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
       for (int r = 0; r < nd.rows; ++r)
         y[row0 + r] = node_row_dot<Order>(z ? z[row0 + r] : 0.0, node_vals, r, nd.rows, cols, nd.length, xs);
@@ -330,7 +383,8 @@ void nodes_transpose(const RowBlock &block, std::int64_t n0, std::int64_t n1, co
     with_node_columns(block, nd, y, [&](auto cols, double *ys) {
       for (std::int64_t e = 0; e < nd.length; ++e) {
         double t = ys[cols[e]];
-        for (int r = 0; r < nd.rows; ++r) t += vals[nd.values + e * nd.rows + r] * x[row0 + r];
+        for (int r = 0; r < nd.rows; ++r)
+          t += vals[nd.values + e * nd.rows + r] * x[row0 + r];
         ys[cols[e]] = t;
       }
     });
@@ -377,9 +431,12 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
     }
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
-      if (block.node_layout()) thread_nodes(block, t, team, k0, k1);
-      else if (block.sliced()) thread_slices(block, t, team, k0, k1);
-      else thread_rows(block, pattern.rowptr, t, team, k0, k1);
+      if (block.node_layout())
+        thread_nodes(block, t, team, k0, k1);
+      else if (block.sliced())
+        thread_slices(block, t, team, k0, k1);
+      else
+        thread_rows(block, pattern.rowptr, t, team, k0, k1);
       dispatch_format(block.format, [&](auto tag) {
         using S = typename decltype(tag)::type;
         // z aliasing y is safe: each row reads z[row] before writing y[row]
@@ -418,7 +475,8 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
       std::int64_t k0, k1;
       if (block.node_layout()) {
         thread_nodes(block, t, team, k0, k1);
-        dispatch_format(block.format, [&](auto tag) { nodes_transpose<typename decltype(tag)::type>(block, k0, k1, x, mine); });
+        dispatch_format(block.format,
+                        [&](auto tag) { nodes_transpose<typename decltype(tag)::type>(block, k0, k1, x, mine); });
         continue;
       }
       if (block.sliced()) { // whole slices, as rows
@@ -435,7 +493,8 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
           const double xr = x[block.row(k)];
           with_row_entries(block, pattern.rowptr, pattern.cols, k,
                            [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
-                             for (std::int64_t e = 0; e < n; ++e) mine[cols[e * stride]] += vals[first + e * stride] * xr;
+                             for (std::int64_t e = 0; e < n; ++e)
+                               mine[cols[e * stride]] += vals[first + e * stride] * xr;
                            });
         }
       });

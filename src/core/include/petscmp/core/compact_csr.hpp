@@ -10,7 +10,8 @@
 //    master are read as they are. Chosen when precision changes rarely.
 //  - grouped layout (the thesis's row-wise split with rows clustered by
 //    precision): each block lists its rows and the offsets of their values.
-//    Chosen when the precision changes more often than every kMinRunLength rows,
+//    Chosen when the precision changes more often than every min_run_rows rows
+//    (default kMinRunLength, below),
 //    or when most rows are empty (the off-diagonal block of an MPI matrix).
 //  - entry split (Ahmad et al.): two CSR matrices with their own indices, one
 //    with the fp32 entries and one with the fp64 entries.
@@ -43,8 +44,8 @@
 namespace petscmp {
 
 enum class StorageMode : std::uint8_t {
-  lossless,  // per row, narrowest of fp16/bf16/fp32/fp64 that holds every value exactly
-  fp32,      // uniform lossy formats (rows that would overflow/underflow stay wider)
+  lossless, // per row, narrowest of fp16/bf16/fp32/fp64 that holds every value exactly
+  fp32,     // uniform lossy formats (rows that would overflow/underflow stay wider)
   fp16,
   bf16,
   fp11_20,
@@ -57,7 +58,10 @@ inline constexpr int kStorageModeCount = 9;
 const char *storage_mode_name(StorageMode m);
 bool parse_storage_mode(const char *name, StorageMode *m);
 // True when the mode may change matrix values (everything but lossless).
-inline bool storage_mode_is_lossy(StorageMode m) { return m != StorageMode::lossless; }
+inline bool storage_mode_is_lossy(StorageMode m)
+{
+  return m != StorageMode::lossless;
+}
 
 // Summation order inside a row. PETSc's SeqAIJ sums sequentially; when it has
 // detected inodes it adds pairs of products (sum += a0*x0 + a1*x1). Lossless
@@ -75,6 +79,15 @@ inline constexpr int kLayoutCount = 4;
 const char *layout_name(Layout l);
 bool parse_layout(const char *name, Layout *l);
 
+// A run must be at least this many rows long on average for the run layout.
+// Each block costs a product about 1 us on its own (its value, index and node
+// streams start cold: a few DRAM latencies), while the grouped layout costs at
+// most 12 bytes per row (row list and offsets, 0.5 ns at 25 GB/s): break-even
+// near 2000 rows. Measured on Zen 5 with 3-row nodes of 81 entries, fp16 with
+// one fp32 row every L rows: L = 100 took 31.7 ms in 18001 runs and 14.5 ms
+// grouped; L = 300, 20.8 ms in 6001 runs and 13.0 ms grouped.
+inline constexpr std::int64_t kMinRunLength = 1024;
+
 struct StorageOptions {
   StorageMode mode      = StorageMode::lossless;
   double tolerance      = 1e-3; // tolerance mode: bound on each entry's relative error
@@ -84,6 +97,7 @@ struct StorageOptions {
   double mean_abs_value = -1.0; // rowsplit: mean |a| over the whole matrix (all ranks); < 0: computed from the parts
   SumOrder order        = SumOrder::sequential;
   Layout layout         = Layout::automatic;
+  std::int64_t min_run_rows = kMinRunLength; // shortest average run of one format kept as run blocks (tests lower it)
 };
 
 // A read-only view of a CSR matrix (the master copy).
@@ -127,28 +141,28 @@ inline constexpr double kMaxSlicePadding = 1.25;
 
 // Node layout: at most this many rows per node (one AVX-512 register of fp64
 // sums), and the mean node size from which `automatic` prefers nodes.
-inline constexpr int kMaxNodeRows     = 8;
+inline constexpr int kMaxNodeRows = 8;
 // The values of a node block are followed by this many zero values, so that a
 // kernel may read 8 values from any entry with one plain load.
 inline constexpr int kNodeValuePadding = 8;
-inline constexpr double kMinNodeRows  = 2.0;
+inline constexpr double kMinNodeRows   = 2.0;
 
 // One node: `rows` consecutive matrix rows (block rows first .. first+rows-1)
 // with the same `length` columns. Entry e of its row r is the value at
 // values + e * rows + r; its column is col_base + offset[e] (16-bit offsets at
 // byte `indices` of node_cols) or, when `wide`, the 32-bit column at that byte.
 struct NodeInfo {
-  std::int64_t values  = 0;
-  std::int64_t indices = 0;
-  std::int64_t first   = 0;
-  std::int32_t length  = 0;
+  std::int64_t values   = 0;
+  std::int64_t indices  = 0;
+  std::int64_t first    = 0;
+  std::int32_t length   = 0;
   std::int32_t col_base = 0;
-  std::uint8_t rows    = 0;
-  std::uint8_t wide    = 0;
+  std::uint8_t rows     = 0;
+  std::uint8_t wide     = 0;
 };
 
 struct RowBlock {
-  Format format         = Format::fp64;
+  Format format          = Format::fp64;
   std::int64_t row_begin = 0, row_end = 0; // run layout: rows [row_begin, row_end)
   std::int64_t value_base = 0;             // run layout, CSR order: rowptr[row_begin]
   std::vector<std::int32_t> rows;          // grouped layout: the block's rows (block row k is rows[k])
@@ -173,7 +187,7 @@ struct RowBlock {
   {
     std::int64_t lo = 0, hi = static_cast<std::int64_t>(nodes.size()); // nodes[lo].first <= k < nodes[hi].first
     while (hi - lo > 1) {
-      const std::int64_t mid = (lo + hi) / 2;
+      const std::int64_t mid            = (lo + hi) / 2;
       (nodes[mid].first <= k ? lo : hi) = mid;
     }
     return lo;
@@ -220,28 +234,32 @@ struct FormatStats {
 struct StorageStats {
   FormatStats per_format[kFormatCount];
   std::int64_t nrows = 0, nnz = 0;
-  std::int64_t stored      = 0; // values stored: nnz plus the padding of sliced blocks
-  std::int64_t sliced_rows = 0; // rows of sliced blocks
-  std::int64_t node_rows   = 0; // rows of node blocks
-  std::int64_t nodes       = 0; // nodes of node blocks
-  std::int64_t wide_nodes  = 0; // nodes whose columns span more than 16-bit offsets
+  std::int64_t stored                          = 0; // values stored: nnz plus the padding of sliced blocks
+  std::int64_t sliced_rows                     = 0; // rows of sliced blocks
+  std::int64_t node_rows                       = 0; // rows of node blocks
+  std::int64_t nodes                           = 0; // nodes of node blocks
+  std::int64_t wide_nodes                      = 0; // nodes whose columns span more than 16-bit offsets
   std::int64_t nodes_of_size[kMaxNodeRows + 1] = {};
-  std::int64_t value_bytes = 0; // bytes of stored values
+  std::int64_t value_bytes                     = 0; // bytes of stored values
   std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
-  int index_size = 4;           // bytes of one master index
-  double aij_bytes() const { return static_cast<double>(nnz) * (8 + index_size) + static_cast<double>(nrows + 1) * index_size; }
+  int index_size           = 4; // bytes of one master index
+  double aij_bytes() const
+  {
+    return static_cast<double>(nnz) * (8 + index_size) + static_cast<double>(nrows + 1) * index_size;
+  }
   double bytes() const { return static_cast<double>(value_bytes + index_bytes); }
   double max_relative_error() const;
 };
 
 struct CompactCsr {
   std::int64_t nrows = 0, ncols = 0;
-  StorageMode mode = StorageMode::lossless;
-  SumOrder order   = SumOrder::sequential;
-  Layout layout_option = Layout::automatic; // the layout option it was built with
-  bool all_rows_covered = true;      // every row belongs to a block (run layout); else unlisted rows are empty
-  std::vector<RowBlock> blocks;      // row-wise layouts
-  std::vector<SplitPart> split;      // entry split (blocks empty)
+  StorageMode mode          = StorageMode::lossless;
+  SumOrder order            = SumOrder::sequential;
+  Layout layout_option      = Layout::automatic; // the layout option it was built with
+  std::int64_t min_run_rows = kMinRunLength;     // and its run threshold
+  bool all_rows_covered     = true; // every row belongs to a block (run layout); else unlisted rows are empty
+  std::vector<RowBlock> blocks;     // row-wise layouts
+  std::vector<SplitPart> split;     // entry split (blocks empty)
   StorageStats stats;
   bool entry_split() const { return !split.empty(); }
 };
@@ -254,7 +272,7 @@ public:
 // Sum of |a| and count over the finite nonzeros: the statistic rowsplit's range
 // needs, to be reduced over all ranks by the caller.
 struct AbsSum {
-  double sum = 0.0;
+  double sum         = 0.0;
   std::int64_t count = 0;
 };
 template <typename Index> AbsSum abs_value_sum(const CsrView<Index> &csr);
@@ -281,12 +299,13 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
 // caller assembles anew, lending copy's memory).
 // row_formats: from choose_row_formats over all parts (an MPI matrix).
 template <typename Index>
-bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts,
-                           CompactCsr &copy);
+bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
+                           const StorageOptions &opts, CompactCsr &copy);
 // A single-part matrix: each row's format is decided just before its values
 // are written, in one pass over the values (not for rowsplit, whose range is
 // a mean over the whole matrix: false).
-template <typename Index> bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy);
+template <typename Index>
+bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy);
 
 // Convenience: choose formats for a single matrix and assemble (any mode).
 template <typename Index>
@@ -294,8 +313,5 @@ CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &op
 
 // Builds the entry split of one part.
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts);
-
-// A run must be at least this many rows long on average for the run layout.
-inline constexpr std::int64_t kMinRunLength = 32;
 
 } // namespace petscmp
