@@ -1,5 +1,6 @@
 // The storage builder: the only place where formats are chosen.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -7,6 +8,7 @@
 #include "petscmp/core/accessor.hpp"
 #include "petscmp/core/compact_csr.hpp"
 #include "petscmp/core/encode_simd.hpp"
+#include "petscmp/core/omp.hpp"
 
 namespace petscmp {
 
@@ -477,32 +479,51 @@ void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bo
 #endif
 }
 
+// Fewer nodes or rows than this in a block are written by one thread (a team
+// costs a few microseconds to start).
+constexpr std::int64_t kMinParallelItems = 512;
+
 // The values of block b, written into its layout (CSR order, slices or nodes),
 // whose indices and shape are already in place; the padding of slices and
 // nodes is not touched. Shared by the full build and the value-only refill.
 // keep_row(row) is asked before each row is written (the value-only refill
 // checks the row's format there, while its values come into cache); false
-// stops the writing and is returned.
+// stops the writing and is returned. With threads > 1 the nodes (or rows) are
+// shared among OpenMP threads: each writes its own values, so the bytes and
+// the largest change are those of one thread.
 template <typename S, typename Index, typename KeepRow>
-bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row)
+bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row,
+                  [[maybe_unused]] int threads)
 {
-  S *vals = b.values.as<S>();
-  if (b.node_layout()) { // entry e of the node's rows side by side, then e + 1
-    for (const NodeInfo &nd : b.nodes) {
+  S *vals                          = b.values.as<S>();
+  const bool by_node               = b.node_layout();
+  const std::int64_t count         = by_node ? static_cast<std::int64_t>(b.nodes.size()) : b.row_count();
+  [[maybe_unused]] const bool team = threads > 1 && count >= kMinParallelItems;
+  std::atomic<bool> stopped{false};
+  double w = worst;
+  PETSCMP_OMP(omp parallel for num_threads(threads) if (team) schedule(static) reduction(max : w))
+  for (std::int64_t i = 0; i < count; ++i) {
+    if (stopped.load(std::memory_order_relaxed)) continue;
+    if (by_node) { // entry e of the node's rows side by side, then e + 1
+      const NodeInfo &nd      = b.nodes[static_cast<std::size_t>(i)];
       const std::int64_t row0 = b.row(nd.first);
       for (int r = 0; r < nd.rows; ++r) {
-        if (!keep_row(row0 + r)) return false;
-        encode_row(csr.values + csr.rowptr[row0 + r], nd.length, vals + nd.values + r, nd.rows, track, worst);
+        if (!keep_row(row0 + r)) {
+          stopped.store(true, std::memory_order_relaxed);
+          break;
+        }
+        encode_row(csr.values + csr.rowptr[row0 + r], nd.length, vals + nd.values + r, nd.rows, track, w);
       }
+    } else {
+      const std::int64_t row = b.row(i), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
+      if (!keep_row(row))
+        stopped.store(true, std::memory_order_relaxed);
+      else
+        encode_row(csr.values + start, n, vals + b.value_index(i, 0, start), b.value_stride(i), track, w);
     }
-    return true;
   }
-  for (std::int64_t k = 0; k < b.row_count(); ++k) {
-    const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
-    if (!keep_row(row)) return false;
-    encode_row(csr.values + start, n, vals + b.value_index(k, 0, start), b.value_stride(k), track, worst);
-  }
-  return true;
+  worst = w;
+  return !stopped.load();
 }
 inline bool any_row(std::int64_t)
 {
@@ -561,7 +582,7 @@ template <typename S, typename Index> void shape_nodes(const CsrView<Index> &csr
 // Block b in its layout: memory from the pool, indices and padding, then the values.
 template <typename S, typename Index>
 void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, std::vector<std::int64_t> offsets, RowBlock &b,
-                bool track, FormatStats &fs, BufferPool &pool)
+                bool track, FormatStats &fs, BufferPool &pool, int threads)
 {
   if (!nodes.empty() || !offsets.empty()) { // CSR order keeps a grouped block's offsets
     b.value_offsets.clear();
@@ -583,7 +604,7 @@ void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, std::vec
   } else {
     pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
   }
-  write_values<S>(csr, b, track, fs.max_relative_error, any_row);
+  write_values<S>(csr, b, track, fs.max_relative_error, any_row, threads);
 }
 
 void count_nodes(const RowBlock &b, StorageStats &stats)
@@ -626,7 +647,7 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
 // options allow them and padding is small), then the values, written once, and
 // the byte accounting.
 template <typename Index>
-void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCsr &out, BufferPool &pool,
+void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threads, CompactCsr &out, BufferPool &pool,
                  std::vector<std::vector<NodeInfo>> &spare_nodes)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
@@ -642,7 +663,7 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, CompactCs
     }
     dispatch_format(b.format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      fill_block<S>(csr, std::move(nodes), std::move(offsets), b, lossy, fs, pool);
+      fill_block<S>(csr, std::move(nodes), std::move(offsets), b, lossy, fs, pool, threads);
     });
     for (std::int64_t k = 0; k < b.row_count(); ++k)
       fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
@@ -776,6 +797,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   check_view(csr);
   if (static_cast<Index>(row_formats.size()) != csr.nrows) throw StorageError("petscmp: one format per row is needed");
   if (opts.min_run_rows < 1) throw StorageError("petscmp: the shortest run must be at least one row");
+  if (opts.threads < 1) throw StorageError("petscmp: the builder needs at least one thread");
   CompactCsr out;
   out.nrows            = csr.nrows;
   out.ncols            = csr.ncols;
@@ -800,7 +822,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
     shape_grouped(csr, row_formats, out);
   else
     shape_runs(csr, runs, out);
-  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), out, pool, spare_nodes);
+  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), opts.threads, out, pool, spare_nodes);
   return out;
 }
 
@@ -823,6 +845,7 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
 template <typename Index, typename FormatOf>
 bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, FormatOf format_of)
 {
+  if (opts.threads < 1) throw StorageError("petscmp: the builder needs at least one thread");
   const bool track = storage_mode_is_lossy(opts.mode);
   for (FormatStats &fs : copy.stats.per_format)
     fs.max_relative_error = 0.0;
@@ -832,7 +855,7 @@ bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, Compa
       return csr.rowptr[row + 1] == csr.rowptr[row] || format_of(row) == b.format;
     };
     const bool kept = dispatch_format(b.format, [&](auto tag) {
-      return write_values<typename decltype(tag)::type>(csr, b, track, fs.max_relative_error, keep);
+      return write_values<typename decltype(tag)::type>(csr, b, track, fs.max_relative_error, keep, opts.threads);
     });
     if (!kept) return false;
   }

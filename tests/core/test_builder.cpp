@@ -1175,6 +1175,47 @@ TYPED_TEST(BuilderTest, ValueOnlyRefillEqualsFreshBuild)
     }
 }
 
+// Values written by several OpenMP threads (StorageOptions::threads): the same
+// bytes and statistics as one thread, for a build, a refill and a refused
+// refill. Blocks of 4000 rows: more nodes and rows than one thread's minimum.
+TYPED_TEST(BuilderTest, ThreadsWriteTheSameCopy)
+{
+  std::mt19937_64 rng(9);
+  for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
+    for (StorageMode mode :
+         {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16, StorageMode::tolerance}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout));
+      TestCsr<TypeParam> m = node_matrix<TypeParam>(rng, 4000);
+      StorageOptions one = with_mode(mode, layout), three = one;
+      three.threads   = 3;
+      CompactCsr copy = build_compact_csr(m.view(), three);
+      expect_same_copy(copy, build_compact_csr(m.view(), one));
+      std::int64_t most = 0; // the threaded path really runs: a block large enough
+      for (const RowBlock &b : copy.blocks)
+        most =
+            std::max<std::int64_t>(most, b.node_layout() ? static_cast<std::int64_t>(b.nodes.size()) : b.row_count());
+      EXPECT_GE(most, 512);
+      for (auto &v : m.vals)
+        v *= 2.0;
+      ASSERT_TRUE(refill_compact_values(m.view(), three, copy));
+      expect_same_copy(copy, build_compact_csr(m.view(), one));
+      // a row near the end, of small fp16-exact values, gets 1e6 + 0.1: beyond
+      // fp16 and bf16's precision, not fp32-exact. Every mode but fp32 and bf16
+      // (whose rows keep their format) refuses, whichever thread meets the row.
+      std::size_t k = m.vals.size() - 1;
+      while (k > 0 && !(m.vals[k] != 0.0 && std::fabs(m.vals[k]) <= 16.0 &&
+                        classify_conversion(Format::fp16, m.vals[k]) == Conversion::exact))
+        --k;
+      ASSERT_GT(k, m.vals.size() / 2);
+      m.vals[k]                 = 1e6 + 0.1;
+      const bool formats_change = mode != StorageMode::fp32 && mode != StorageMode::bf16;
+      EXPECT_EQ(refill_compact_values(m.view(), three, copy), !formats_change);
+    }
+  StorageOptions none = with_mode(StorageMode::fp32);
+  none.threads        = 0;
+  EXPECT_THROW(build_compact_csr(node_matrix<TypeParam>(rng, 10).view(), none), StorageError);
+}
+
 TYPED_TEST(BuilderTest, ValueOnlyRefillRefusesChanges)
 {
   std::mt19937_64 rng(8);

@@ -13,7 +13,7 @@
 #endif
 
 #include "../block_jacobi_apply.hpp"
-#include "../omp.hpp"
+#include "petscmp/core/omp.hpp"
 #include "../spmv.hpp"
 #include "block_jacobi_small.hpp"
 #include "petscmp/core/accessor.hpp"

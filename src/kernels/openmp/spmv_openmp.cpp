@@ -12,7 +12,7 @@
 #endif
 
 #include "../row_dot.hpp"
-#include "../omp.hpp"
+#include "petscmp/core/omp.hpp"
 #include "../spmv.hpp"
 
 namespace petscmp {

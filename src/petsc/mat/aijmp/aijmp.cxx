@@ -6,10 +6,10 @@
 const char *const MatAIJMPStorages[] = {"lossless",   "fp32",      "fp16",     "bf16",       "fp11_20",
                                         "fp11_4",     "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage",
                                         "MAT_AIJMP_", nullptr};
-const char *const MatAIJMPLayouts[]  = {"auto", "csr", "sliced", "node", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
-const char *const MatAIJMPKernels[]  = {"auto", "aij", "compact", "MatAIJMPKernel", "MAT_AIJMP_KERNEL_", nullptr};
-const char *const PetscMPFormats[]   = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
-                                        "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
+const char *const MatAIJMPLayouts[] = {"auto", "csr", "sliced", "node", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
+const char *const MatAIJMPKernels[] = {"auto", "aij", "compact", "MatAIJMPKernel", "MAT_AIJMP_KERNEL_", nullptr};
+const char *const PetscMPFormats[]  = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
+                                       "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
 
 namespace petscmp {
 
@@ -42,15 +42,19 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
   PetscCall(PetscOptionsReal("-mat_aijmp_range", "Entrysplit: entries with |a| < range are stored in fp32",
                              "MatAIJMPSetEntrySplitRange", s.opts.range, &s.opts.range, nullptr));
   MatAIJMPLayout layout = static_cast<MatAIJMPLayout>(s.opts.layout);
-  PetscCall(PetscOptionsEnum("-mat_aijmp_layout", "Row layout of the compact copy: auto, csr, sliced (SELL-8) or node (rows sharing columns)",
-                             "MatAIJMPSetLayout", MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
+  PetscCall(PetscOptionsEnum(
+      "-mat_aijmp_layout", "Row layout of the compact copy: auto, csr, sliced (SELL-8) or node (rows sharing columns)",
+      "MatAIJMPSetLayout", MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
   if (flg) s.opts.layout = static_cast<Layout>(layout);
-  PetscCall(PetscOptionsEnum("-mat_aijmp_kernel",
-                             "Product kernel: auto (lossless: the faster of AIJ's and the compact one, timed on the first "
-                             "products), aij (PETSc's, fp64 values) or compact",
-                             "MatAIJMPSetKernel", MatAIJMPKernels, (PetscEnum)s.kernel, (PetscEnum *)&s.kernel, nullptr));
-  PetscCall(PetscOptionsInt("-mat_aijmp_threads", "OpenMP threads per process for products (0: 1, or OMP_NUM_THREADS)",
-                            "MatAIJMPSetNumThreads", s.nthreads, &s.nthreads, nullptr));
+  PetscCall(
+      PetscOptionsEnum("-mat_aijmp_kernel",
+                       "Product kernel: auto (lossless: the faster of AIJ's and the compact one, timed on the first "
+                       "products), aij (PETSc's, fp64 values) or compact",
+                       "MatAIJMPSetKernel", MatAIJMPKernels, (PetscEnum)s.kernel, (PetscEnum *)&s.kernel, nullptr));
+  PetscCall(PetscOptionsInt(
+      "-mat_aijmp_threads",
+      "OpenMP threads per process for products and for writing the compact values (0: 1, or OMP_NUM_THREADS)",
+      "MatAIJMPSetNumThreads", s.nthreads, &s.nthreads, nullptr));
   PetscOptionsEnd();
   s.options_read = true;
   PetscFunctionReturn(0);
@@ -109,7 +113,8 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
   info.node_rows += c.stats.node_rows;
   info.nodes += c.stats.nodes;
   info.wide_nodes += c.stats.wide_nodes;
-  for (int n = 0; n <= kMaxNodeRows; ++n) info.nodes_of_size[n] += c.stats.nodes_of_size[n];
+  for (int n = 0; n <= kMaxNodeRows; ++n)
+    info.nodes_of_size[n] += c.stats.nodes_of_size[n];
   info.bytes += c.stats.bytes();
   info.aij_bytes += c.stats.aij_bytes();
   PetscFunctionReturn(0);
@@ -121,22 +126,26 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
   PetscFunctionBegin;
   const PetscInt64 parts = info.kernel_parts[0] + info.kernel_parts[1] + info.kernel_parts[2];
   if (s.kernel != MAT_AIJMP_KERNEL_AUTO) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel %s (set)%s\n", MatAIJMPKernels[s.kernel],
-                                     s.kernel == MAT_AIJMP_KERNEL_AIJ ? ": PETSc's AIJ kernel on the fp64 values" : ""));
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, "  kernel %s (set)%s\n", MatAIJMPKernels[s.kernel],
+                               s.kernel == MAT_AIJMP_KERNEL_AIJ ? ": PETSc's AIJ kernel on the fp64 values" : ""));
   } else if (storage_mode_is_lossy(s.opts.mode)) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: compact (lossy storage)\n"));
   } else if (parts == 1 && info.kernel_by_bytes) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: aij (this copy would read over 90%% of the bytes of AIJ's inode kernel; not built, not timed)\n"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: aij (this copy would read over 90%% of the bytes of AIJ's "
+                                             "inode kernel; not built, not timed)\n"));
   } else if (parts == 1 && info.kernel_parts[0] == 0) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: %s (median of %d timed products: AIJ %.4g ms, compact %.4g ms)\n",
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  kernel auto: %s (median of %d timed products: AIJ %.4g ms, compact %.4g ms)\n",
                                      info.kernel_parts[1] ? "aij" : "compact", KernelSelection::kSamples,
                                      (double)info.kernel_ms[0], (double)info.kernel_ms[1]));
   } else {
-    PetscCall(PetscViewerASCIIPrintf(viewer,
-                                     "  kernel auto (the faster of AIJ's and the compact one, bitwise the same): of %" PetscInt64_FMT
-                                     " local blocks, %" PetscInt64_FMT " use AIJ's, %" PetscInt64_FMT " the compact one, %" PetscInt64_FMT
-                                     " not decided yet (%" PetscInt64_FMT " chose AIJ's by bytes, untimed)\n",
-                                     parts, info.kernel_parts[1], info.kernel_parts[2], info.kernel_parts[0], info.kernel_by_bytes));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer,
+        "  kernel auto (the faster of AIJ's and the compact one, bitwise the same): of %" PetscInt64_FMT
+        " local blocks, %" PetscInt64_FMT " use AIJ's, %" PetscInt64_FMT " the compact one, %" PetscInt64_FMT
+        " not decided yet (%" PetscInt64_FMT " chose AIJ's by bytes, untimed)\n",
+        parts, info.kernel_parts[1], info.kernel_parts[2], info.kernel_parts[0], info.kernel_by_bytes));
   }
   PetscFunctionReturn(0);
 }
@@ -161,7 +170,8 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
                                    storage_mode_name(s.opts.mode), params));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  format    rows         nonzeros       max rel. perturbation\n"));
   if (s.opts.mode == StorageMode::entrysplit)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  (entrysplit splits rows: a row counts in every format that holds one of its entries)\n"));
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  (entrysplit splits rows: a row counts in every format that holds one of its entries)\n"));
   double worst = 0.0;
   for (int f = 0; f < kFormatCount; ++f) {
     if (!info.nnz[f] && !info.rows[f]) continue;
@@ -177,17 +187,20 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   for (int f = 0; f < kFormatCount; ++f)
     rows += info.rows[f];
   PetscCall(PetscViewerASCIIPrintf(viewer,
-                                   "  layout %s: %" PetscInt64_FMT " of %" PetscInt64_FMT " nonempty rows sliced (SELL-8); %" PetscInt64_FMT
+                                   "  layout %s: %" PetscInt64_FMT " of %" PetscInt64_FMT
+                                   " nonempty rows sliced (SELL-8); %" PetscInt64_FMT
                                    " values stored, %.1f%% of them padding\n",
                                    layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, info.stored,
                                    info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
   if (info.nodes > 0) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  %" PetscInt64_FMT " rows in %" PetscInt64_FMT " nodes (%" PetscInt64_FMT
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  %" PetscInt64_FMT " rows in %" PetscInt64_FMT " nodes (%" PetscInt64_FMT
                                      " with 32-bit columns, the others 16-bit offsets); rows per node: count",
                                      info.node_rows, info.nodes, info.wide_nodes));
     PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
     for (int n = 1; n <= kMaxNodeRows; ++n)
-      if (info.nodes_of_size[n]) PetscCall(PetscViewerASCIIPrintf(viewer, " %d: %" PetscInt64_FMT, n, info.nodes_of_size[n]));
+      if (info.nodes_of_size[n])
+        PetscCall(PetscViewerASCIIPrintf(viewer, " %d: %" PetscInt64_FMT, n, info.nodes_of_size[n]));
     PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
     PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   }
@@ -272,9 +285,8 @@ PetscErrorCode MatAIJMPSetStorage(Mat A, MatAIJMPStorage storage)
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp storage %d", (int)storage);
-  PetscCall(AIJMPChangeSettings(A, kSetStorage, [&](AIJMPSettings &s) {
-    s.opts.mode = static_cast<StorageMode>(storage);
-  }));
+  PetscCall(
+      AIJMPChangeSettings(A, kSetStorage, [&](AIJMPSettings &s) { s.opts.mode = static_cast<StorageMode>(storage); }));
   PetscFunctionReturn(0);
 }
 
@@ -333,9 +345,7 @@ PetscErrorCode MatAIJMPSetLayout(Mat A, MatAIJMPLayout layout)
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(layout >= MAT_AIJMP_LAYOUT_AUTO && layout <= MAT_AIJMP_LAYOUT_NODE, PetscObjectComm((PetscObject)A),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp layout %d", (int)layout);
-  PetscCall(AIJMPChangeSettings(A, kSetLayout, [&](AIJMPSettings &s) {
-    s.opts.layout = static_cast<Layout>(layout);
-  }));
+  PetscCall(AIJMPChangeSettings(A, kSetLayout, [&](AIJMPSettings &s) { s.opts.layout = static_cast<Layout>(layout); }));
   PetscFunctionReturn(0);
 }
 
@@ -453,9 +463,7 @@ PetscErrorCode MatAIJMPSetTolerance(Mat A, PetscReal tol)
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(tol >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The aijmp tolerance must be nonnegative, not %g", (double)tol);
-  PetscCall(AIJMPChangeSettings(A, kSetTolerance, [&](AIJMPSettings &s) {
-    s.opts.tolerance = tol;
-  }));
+  PetscCall(AIJMPChangeSettings(A, kSetTolerance, [&](AIJMPSettings &s) { s.opts.tolerance = tol; }));
   PetscFunctionReturn(0);
 }
 
@@ -516,9 +524,7 @@ PetscErrorCode MatAIJMPSetEntrySplitRange(Mat A, PetscReal range)
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(range >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The entrysplit range must be nonnegative, not %g", (double)range);
-  PetscCall(AIJMPChangeSettings(A, kSetRange, [&](AIJMPSettings &s) {
-    s.opts.range = range;
-  }));
+  PetscCall(AIJMPChangeSettings(A, kSetRange, [&](AIJMPSettings &s) { s.opts.range = range; }));
   PetscFunctionReturn(0);
 }
 
@@ -544,9 +550,7 @@ PetscErrorCode MatAIJMPSetNumThreads(Mat A, PetscInt nthreads)
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCheck(nthreads >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The thread count must be nonnegative, not %" PetscInt_FMT, nthreads);
-  PetscCall(AIJMPChangeSettings(A, kSetThreads, [&](AIJMPSettings &s) {
-    s.nthreads = nthreads;
-  }));
+  PetscCall(AIJMPChangeSettings(A, kSetThreads, [&](AIJMPSettings &s) { s.nthreads = nthreads; }));
   PetscFunctionReturn(0);
 }
 

@@ -193,7 +193,8 @@ PetscErrorCode partner_functions(bool seq, std::vector<Resolved> **out)
       PetscCall(partner_function(e.composed_on, e.aij_name, &fn));
       if (!fn) continue;
       PetscCall(guarded([&] {
-        for (const std::string &v : aijmp_variants(e.aij_name, seq ? MATSEQAIJ : MATMPIAIJ, seq ? MATSEQAIJMP : MATMPIAIJMP))
+        for (const std::string &v :
+             aijmp_variants(e.aij_name, seq ? MATSEQAIJ : MATMPIAIJ, seq ? MATSEQAIJMP : MATMPIAIJMP))
           cache[t].push_back({v, fn});
       }));
     }
@@ -293,7 +294,7 @@ const char kSymbolicName[] = "PetscMPProductSymbolic_C";
 PetscErrorCode MatProductSymbolic_AIJMP(Mat C)
 {
   PetscErrorCode (*symbolic)(Mat) = nullptr;
-  Mat_Product *p = C->product;
+  Mat_Product *p                  = C->product;
   Mat X, renamed[2] = {nullptr, nullptr};
   const char *renamed_to[2] = {nullptr, nullptr};
   ReplacedOps *base;
@@ -380,7 +381,8 @@ PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, Petsc
   PetscFunctionBegin;
   PetscCall(replaced_ops_of(A, &base));
   PetscCheck(base, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "petscmp: not an aijmp matrix");
-  PetscCheck(base->creategraph, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "MatCreateGraph is not supported by this PETSc's AIJ");
+  PetscCheck(base->creategraph, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
+             "MatCreateGraph is not supported by this PETSc's AIJ");
   PetscCall((*base->creategraph)(A, sym, scale, filter, graph));
   PetscCall(is_aijmp(*graph, &seq, &mpi));
   if (seq || mpi) PetscCall(MatConvert(*graph, seq ? MATSEQAIJ : MATMPIAIJ, MAT_INPLACE_MATRIX, graph));
@@ -390,7 +392,7 @@ PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, Petsc
 PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on)
 {
   const char *base = seq ? MATSEQAIJ : MATMPIAIJ, *ours = seq ? MATSEQAIJMP : MATMPIAIJMP;
-  PetscObject o    = (PetscObject)B;
+  PetscObject o = (PetscObject)B;
 
   PetscFunctionBegin;
   for (const TypeKeyedName &e : seq ? kSeqNames : kMPINames) {
@@ -400,7 +402,7 @@ PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on)
       fn = (PetscVoidFunction)MatConvert_ToAIJMP_ViaAIJ;
     } else if (on) {
       PetscCall(PetscObjectQueryFunction_Private(o, e.aij_name, &fn)); // composed by MatCreate_SeqAIJ/MPIAIJ
-      if (!fn) continue;                                                // not in this PETSc build
+      if (!fn) continue;                                               // not in this PETSc build
       if (e.answer == Answer::via_aij) fn = (PetscVoidFunction)MatConvert_AIJMP_ViaAIJ;
       if (e.answer == Answer::keep_settings) fn = (PetscVoidFunction)MatProductSetFromOptions_AIJMP;
     }

@@ -17,12 +17,20 @@ namespace petscmp {
 // Settings of one matrix (for an MPI matrix, the parent's, pushed to its blocks).
 struct AIJMPSettings {
   StorageOptions opts;
-  PetscInt nthreads       = 0;     // 0: openmp::default_thread_count()
+  PetscInt nthreads       = 0; // 0: openmp::default_thread_count()
   MatAIJMPKernel kernel   = MAT_AIJMP_KERNEL_AUTO;
   bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
   unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
 };
-enum : unsigned { kSetStorage = 1, kSetTolerance = 2, kSetRowSplit = 4, kSetRange = 8, kSetThreads = 16, kSetLayout = 32, kSetKernel = 64 };
+enum : unsigned {
+  kSetStorage   = 1,
+  kSetTolerance = 2,
+  kSetRowSplit  = 4,
+  kSetRange     = 8,
+  kSetThreads   = 16,
+  kSetLayout    = 32,
+  kSetKernel    = 64
+};
 
 // Everything that identifies the master values a compact copy was built from.
 struct BuildKey {
@@ -39,15 +47,15 @@ struct BuildKey {
 // The Mat operations aijmp replaces: the base type's are kept to call and to
 // put back (SeqAIJ's and MPIAIJ's functions are not exported).
 struct ReplacedOps {
-  PetscErrorCode (*mult)(Mat, Vec, Vec)                       = nullptr;
-  PetscErrorCode (*multadd)(Mat, Vec, Vec, Vec)               = nullptr;
-  PetscErrorCode (*multtranspose)(Mat, Vec, Vec)              = nullptr;
-  PetscErrorCode (*multtransposeadd)(Mat, Vec, Vec, Vec)      = nullptr;
-  PetscErrorCode (*destroy)(Mat)                              = nullptr;
-  PetscErrorCode (*duplicate)(Mat, MatDuplicateOption, Mat *) = nullptr;
-  PetscErrorCode (*view)(Mat, PetscViewer)                    = nullptr;
-  PetscErrorCode (*setfromoptions)(Mat, PetscOptionItems *)   = nullptr;
-  PetscErrorCode (*productsetfromoptions)(Mat)                = nullptr;
+  PetscErrorCode (*mult)(Mat, Vec, Vec)                                      = nullptr;
+  PetscErrorCode (*multadd)(Mat, Vec, Vec, Vec)                              = nullptr;
+  PetscErrorCode (*multtranspose)(Mat, Vec, Vec)                             = nullptr;
+  PetscErrorCode (*multtransposeadd)(Mat, Vec, Vec, Vec)                     = nullptr;
+  PetscErrorCode (*destroy)(Mat)                                             = nullptr;
+  PetscErrorCode (*duplicate)(Mat, MatDuplicateOption, Mat *)                = nullptr;
+  PetscErrorCode (*view)(Mat, PetscViewer)                                   = nullptr;
+  PetscErrorCode (*setfromoptions)(Mat, PetscOptionItems *)                  = nullptr;
+  PetscErrorCode (*productsetfromoptions)(Mat)                               = nullptr;
   PetscErrorCode (*creategraph)(Mat, PetscBool, PetscBool, PetscReal, Mat *) = nullptr;
 };
 
@@ -94,21 +102,21 @@ struct KernelSelection {
   PetscObjectState nonzerostate = -1; // the pattern the samples belong to
   int count[2]                  = {0, 0};
   PetscLogDouble seconds[2][kSamples];
-  MatAIJMPKernel chosen = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
+  MatAIJMPKernel chosen    = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
   PetscLogDouble median[2] = {0, 0};
-  bool bytes_checked = false; // choose_by_bytes ran for this pattern
-  bool by_bytes      = false; // AIJ chosen without timing: the copy would read more bytes
+  bool bytes_checked       = false; // choose_by_bytes ran for this pattern
+  bool by_bytes            = false; // AIJ chosen without timing: the copy would read more bytes
 };
 
 struct SeqAIJMP : ReplacedOps {
   AIJMPSettings settings;
   std::unique_ptr<CompactCsr> compact;
   BuildKey key;
-  bool is_mpi_block                     = false; // a diagonal/off-diagonal block of an mpiaijmp matrix
+  bool is_mpi_block = false; // a diagonal/off-diagonal block of an mpiaijmp matrix
   KernelSelection selection;
-  bool values_dropped = false; // `compact` keeps only its statistics (AIJ's kernel was chosen)
-  PetscInt64 full_builds  = 0; // compact copies built from scratch (formats, layout, indices, values)
-  PetscInt64 value_builds = 0; // value-only rebuilds: same pattern and row formats, values rewritten in place
+  bool values_dropped     = false; // `compact` keeps only its statistics (AIJ's kernel was chosen)
+  PetscInt64 full_builds  = 0;     // compact copies built from scratch (formats, layout, indices, values)
+  PetscInt64 value_builds = 0;     // value-only rebuilds: same pattern and row formats, values rewritten in place
   PetscErrorCode (*retrievevalues)(Mat) = nullptr;
 };
 
@@ -148,6 +156,8 @@ PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s);
 PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact, bool value_only = false);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
+// The OpenMP threads of -mat_aijmp_threads (0: 1, or OMP_NUM_THREADS), for products and builds.
+int AIJMPThreadCount(const AIJMPSettings &s);
 // Whether A's next products may read its compact copy (false when they use AIJ's kernel).
 PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses);
 // Adds A's kernel choice to info.kernel_parts (and its timings to kernel_ms).

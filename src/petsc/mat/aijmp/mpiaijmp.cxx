@@ -80,6 +80,7 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
   PetscCall(SeqAIJCsrView(Ad, vd));
   PetscCall(SeqAIJCsrView(Ao, vo));
   StorageOptions od = base, oo = base;
+  od.threads = oo.threads = AIJMPThreadCount(d->settings);
   PetscCall(SeqAIJMPSumOrder(Ad, &od.order));
   PetscCall(SeqAIJMPSumOrder(Ao, &oo.order));
   if (base.mode == StorageMode::rowsplit && base.mean_abs_value < 0) {
@@ -103,7 +104,7 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
     } else {
       // a row's format is decided over both blocks
       const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<PetscInt>>{vd, vo}, od);
-      const auto update = [&formats](const CsrView<PetscInt> &v, const StorageOptions &o, bool same,
+      const auto update                 = [&formats](const CsrView<PetscInt> &v, const StorageOptions &o, bool same,
                                      std::unique_ptr<CompactCsr> &old, bool &refilled) {
         refilled = same && refill_compact_values(v, formats, o, *old);
         return refilled ? std::move(old) : std::make_unique<CompactCsr>(assemble_compact_csr(v, formats, o, old.get()));
@@ -166,7 +167,8 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
       info->max_rel_error[f] = PetscMax(info->max_rel_error[f], part.max_rel_error[f]);
     }
     info->stored += part.stored;
-    for (int k = 0; k < 3; ++k) info->kernel_parts[k] += part.kernel_parts[k];
+    for (int k = 0; k < 3; ++k)
+      info->kernel_parts[k] += part.kernel_parts[k];
     info->kernel_by_bytes += part.kernel_by_bytes;
     info->bytes += part.bytes;
     info->aij_bytes += part.aij_bytes;
@@ -175,14 +177,16 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCall(MatAIJMPGetInfo(blocks[0], &part));
   for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f)
     info->rows[f] = part.rows[f];
-  info->sliced_rows = part.sliced_rows;
+  info->sliced_rows  = part.sliced_rows;
   info->builds       = part.builds; // of the diagonal block; the most of any rank below
   info->value_builds = part.value_builds;
-  info->node_rows   = part.node_rows;
-  info->nodes       = part.nodes;
-  info->wide_nodes  = part.wide_nodes;
-  for (int n = 0; n < 9; ++n) info->nodes_of_size[n] = part.nodes_of_size[n];
-  static_assert(offsetof(MatAIJMPInfo, nodes_of_size) + sizeof(info->nodes_of_size) - offsetof(MatAIJMPInfo, node_rows) ==
+  info->node_rows    = part.node_rows;
+  info->nodes        = part.nodes;
+  info->wide_nodes   = part.wide_nodes;
+  for (int n = 0; n < 9; ++n)
+    info->nodes_of_size[n] = part.nodes_of_size[n];
+  static_assert(offsetof(MatAIJMPInfo, nodes_of_size) + sizeof(info->nodes_of_size) -
+                        offsetof(MatAIJMPInfo, node_rows) ==
                     12 * sizeof(PetscInt64),
                 "the node counts of MatAIJMPInfo are 12 consecutive PetscInt64");
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->node_rows, 12, MPIU_INT64, MPI_SUM, PetscObjectComm((PetscObject)A)));
@@ -194,9 +198,10 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
                           info->kernel_parts[1], info->kernel_parts[2], info->kernel_by_bytes};
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 6, MPIU_INT64, MPI_SUM, comm));
   info->kernel_by_bytes = counts[5];
-  info->stored      = counts[0];
-  info->sliced_rows = counts[1];
-  for (int k = 0; k < 3; ++k) info->kernel_parts[k] = counts[2 + k];
+  info->stored          = counts[0];
+  info->sliced_rows     = counts[1];
+  for (int k = 0; k < 3; ++k)
+    info->kernel_parts[k] = counts[2 + k];
   static_assert(offsetof(MatAIJMPInfo, value_builds) == offsetof(MatAIJMPInfo, builds) + sizeof(PetscInt64),
                 "builds and value_builds are consecutive");
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->builds, 2, MPIU_INT64, MPI_MAX, comm));
@@ -265,9 +270,16 @@ PetscErrorCode MatDestroy_MPIAIJMP(Mat A);
 
 ReplacedOps our_ops()
 {
-  return ReplacedOps{MatMult_MPIAIJMP,    MatMultAdd_MPIAIJMP,   MatMultTranspose_MPIAIJMP, MatMultTransposeAdd_MPIAIJMP,
-                     MatDestroy_MPIAIJMP, MatDuplicate_MPIAIJMP, MatView_MPIAIJMP,          MatSetFromOptions_MPIAIJMP,
-                     MatProductSetFromOptions_AIJMP, MatCreateGraph_AIJMP};
+  return ReplacedOps{MatMult_MPIAIJMP,
+                     MatMultAdd_MPIAIJMP,
+                     MatMultTranspose_MPIAIJMP,
+                     MatMultTransposeAdd_MPIAIJMP,
+                     MatDestroy_MPIAIJMP,
+                     MatDuplicate_MPIAIJMP,
+                     MatView_MPIAIJMP,
+                     MatSetFromOptions_MPIAIJMP,
+                     MatProductSetFromOptions_AIJMP,
+                     MatCreateGraph_AIJMP};
 }
 
 PetscErrorCode compose_functions(Mat A, bool on)

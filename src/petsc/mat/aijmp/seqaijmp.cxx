@@ -26,11 +26,6 @@ SeqAIJMP *data_of(Mat A)
   return static_cast<SeqAIJMP *>(A->spptr);
 }
 
-int thread_count(const AIJMPSettings &s)
-{
-  return s.nthreads > 0 ? static_cast<int>(s.nthreads) : openmp::default_thread_count();
-}
-
 // Builds the copy of a standalone seqaijmp matrix (an MPI parent builds its
 // blocks jointly instead, see mpiaijmp.cxx).
 PetscErrorCode build_compact(Mat A)
@@ -43,6 +38,7 @@ PetscErrorCode build_compact(Mat A)
   PetscCall(AIJMPReadOptionsLazily(A, d->settings));
   PetscCall(SeqAIJCsrView(A, view));
   StorageOptions opts = d->settings.opts;
+  opts.threads        = AIJMPThreadCount(d->settings);
   PetscCall(SeqAIJMPSumOrder(A, &opts.order));
   std::unique_ptr<CompactCsr> old;
   bool same_pattern = false, value_only = false;
@@ -143,8 +139,8 @@ PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
   // (page faults of fresh memory; 0.57 s = 50 AIJ products on tutorials/ex2 -n 50 with fp64 values, node layout), and
   // it gains little per product (1.2x-1.45x measured there), so short and medium runs would be slower than AIJ.
   if (compact >= kMinByteSaving * aij) {
-    sel.chosen    = MAT_AIJMP_KERNEL_AIJ;
-    sel.by_bytes  = true;
+    sel.chosen   = MAT_AIJMP_KERNEL_AIJ;
+    sel.by_bytes = true;
   }
   PetscFunctionReturn(0);
 }
@@ -156,15 +152,19 @@ PetscErrorCode next_kernel(Mat A, Product product, MatAIJMPKernel *kernel)
 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, s));
-  if (s.kernel != MAT_AIJMP_KERNEL_AUTO) *kernel = s.kernel;
-  else if (!kernel_is_measured(s)) *kernel = MAT_AIJMP_KERNEL_COMPACT;
+  if (s.kernel != MAT_AIJMP_KERNEL_AUTO)
+    *kernel = s.kernel;
+  else if (!kernel_is_measured(s))
+    *kernel = MAT_AIJMP_KERNEL_COMPACT;
   else {
     KernelSelection &sel = selection_of(A);
     if (!sel.bytes_checked) PetscCall(choose_by_bytes(A, sel));
     if (sel.chosen != MAT_AIJMP_KERNEL_AUTO) *kernel = sel.chosen;
     // transposes are not timed: AIJ's until mult has decided (no copy needed)
-    else if (product == Product::transpose) *kernel = MAT_AIJMP_KERNEL_AIJ;
-    else *kernel = sel.count[0] <= sel.count[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
+    else if (product == Product::transpose)
+      *kernel = MAT_AIJMP_KERNEL_AIJ;
+    else
+      *kernel = sel.count[0] <= sel.count[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
   }
   PetscFunctionReturn(0);
 }
@@ -196,7 +196,8 @@ void record_sample(Mat A, MatAIJMPKernel kernel, PetscLogDouble seconds)
   if (sel.chosen != MAT_AIJMP_KERNEL_AUTO || sel.count[k] >= KernelSelection::kSamples) return;
   sel.seconds[k][sel.count[k]++] = seconds;
   if (sel.count[0] < KernelSelection::kSamples || sel.count[1] < KernelSelection::kSamples) return;
-  for (int i = 0; i < 2; ++i) sel.median[i] = median_of(sel.seconds[i], KernelSelection::kSamples);
+  for (int i = 0; i < 2; ++i)
+    sel.median[i] = median_of(sel.seconds[i], KernelSelection::kSamples);
   sel.chosen = sel.median[0] <= sel.median[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
   if (sel.chosen == MAT_AIJMP_KERNEL_AIJ) drop_compact_values(data_of(A));
 }
@@ -207,8 +208,10 @@ PetscErrorCode apply_aij(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   SeqAIJMP *d = data_of(A);
 
   PetscFunctionBegin;
-  if (product == Product::mult) PetscCall(zz ? d->multadd(A, xx, zz, yy) : d->mult(A, xx, yy));
-  else PetscCall(zz ? d->multtransposeadd(A, xx, zz, yy) : d->multtranspose(A, xx, yy));
+  if (product == Product::mult)
+    PetscCall(zz ? d->multadd(A, xx, zz, yy) : d->mult(A, xx, yy));
+  else
+    PetscCall(zz ? d->multtransposeadd(A, xx, zz, yy) : d->multtranspose(A, xx, yy));
   PetscFunctionReturn(0);
 }
 
@@ -238,7 +241,7 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
     PetscCall(VecGetArrayWrite(yy, &y));
   }
   const CsrPattern<PetscInt> pattern{view.rowptr, view.cols};
-  const int nt = thread_count(data_of(A)->settings);
+  const int nt = AIJMPThreadCount(data_of(A)->settings);
   if (product == Product::mult)
     openmp::spmv(*c, pattern, x, z, y, nt);
   else
@@ -272,7 +275,8 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
     PetscCall(apply_aij(A, product, xx, zz, yy));
     PetscCall(PetscTime(&t1));
     seconds = t1 - t0;
-  } else PetscCall(apply_compact(A, product, xx, zz, yy, &seconds));
+  } else
+    PetscCall(apply_compact(A, product, xx, zz, yy, &seconds));
   if (product == Product::mult && kernel_is_measured(data_of(A)->settings)) record_sample(A, kernel, seconds);
   PetscFunctionReturn(0);
 }
@@ -333,7 +337,7 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
     PetscCall(aij_inode_bytes(A, &bytes, &columns, &nodes, &inodes));
     if (inodes) info->aij_bytes = bytes;
   }
-  info->lossy = storage_mode_is_lossy(d->compact->mode) ? PETSC_TRUE : PETSC_FALSE;
+  info->lossy        = storage_mode_is_lossy(d->compact->mode) ? PETSC_TRUE : PETSC_FALSE;
   info->builds       = d->full_builds;
   info->value_builds = d->value_builds;
   PetscCall(SeqAIJMPKernelInfo(A, *info));
@@ -384,9 +388,16 @@ PetscErrorCode (*seqaij_destroy)(Mat) = nullptr;
 
 ReplacedOps our_ops()
 {
-  return ReplacedOps{MatMult_SeqAIJMP,      MatMultAdd_SeqAIJMP,   MatMultTranspose_SeqAIJMP, MatMultTransposeAdd_SeqAIJMP,
-                     MatDestroy_SeqAIJMP,   MatDuplicate_SeqAIJMP, MatView_SeqAIJMP,          MatSetFromOptions_SeqAIJMP,
-                     MatProductSetFromOptions_AIJMP, MatCreateGraph_AIJMP};
+  return ReplacedOps{MatMult_SeqAIJMP,
+                     MatMultAdd_SeqAIJMP,
+                     MatMultTranspose_SeqAIJMP,
+                     MatMultTransposeAdd_SeqAIJMP,
+                     MatDestroy_SeqAIJMP,
+                     MatDuplicate_SeqAIJMP,
+                     MatView_SeqAIJMP,
+                     MatSetFromOptions_SeqAIJMP,
+                     MatProductSetFromOptions_AIJMP,
+                     MatCreateGraph_AIJMP};
 }
 
 PetscErrorCode compose_functions(Mat A, bool on)
@@ -450,6 +461,11 @@ PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, MATSEQAIJ));
   *newmat = B;
   PetscFunctionReturn(0);
+}
+
+int AIJMPThreadCount(const AIJMPSettings &s)
+{
+  return s.nthreads > 0 ? static_cast<int>(s.nthreads) : openmp::default_thread_count();
 }
 
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order)
@@ -538,8 +554,10 @@ PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses)
 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, s));
-  if (s.kernel == MAT_AIJMP_KERNEL_AIJ) *uses = PETSC_FALSE;
-  else if (!kernel_is_measured(s)) *uses = PETSC_TRUE;
+  if (s.kernel == MAT_AIJMP_KERNEL_AIJ)
+    *uses = PETSC_FALSE;
+  else if (!kernel_is_measured(s))
+    *uses = PETSC_TRUE;
   else {
     KernelSelection &sel = selection_of(A);
     if (!sel.bytes_checked) PetscCall(choose_by_bytes(A, sel));
@@ -553,13 +571,16 @@ PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info)
   const AIJMPSettings &s = data_of(A)->settings;
 
   PetscFunctionBegin;
-  if (s.kernel != MAT_AIJMP_KERNEL_AUTO) info.kernel_parts[s.kernel] += 1;
-  else if (!kernel_is_measured(s)) info.kernel_parts[MAT_AIJMP_KERNEL_COMPACT] += 1;
+  if (s.kernel != MAT_AIJMP_KERNEL_AUTO)
+    info.kernel_parts[s.kernel] += 1;
+  else if (!kernel_is_measured(s))
+    info.kernel_parts[MAT_AIJMP_KERNEL_COMPACT] += 1;
   else {
     const KernelSelection &sel = selection_of(A);
     info.kernel_parts[sel.chosen] += 1; // AUTO (0): not decided yet
     info.kernel_by_bytes += sel.by_bytes ? 1 : 0;
-    for (int k = 0; k < 2; ++k) info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.median[k]);
+    for (int k = 0; k < 2; ++k)
+      info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.median[k]);
   }
   PetscFunctionReturn(0);
 }
@@ -620,7 +641,8 @@ PetscErrorCode MatConvert_SeqAIJ_SeqAIJMP(Mat A, MatType, MatReuse reuse, Mat *n
 .  -mat_aijmp_layout <auto,csr,sliced,node> - row layout of the compact copy (sliced: SELL-8, 8 rows per SIMD
                                              instruction; node: rows sharing columns, one 16-bit column list per node)
 .  -mat_aijmp_kernel <auto,aij,compact> - product kernel; auto keeps the faster of AIJ's and the compact one (lossless)
--  -mat_aijmp_threads <n> - OpenMP threads per process for the products (default 1, or OMP_NUM_THREADS)
+-  -mat_aijmp_threads <n> - OpenMP threads per process for the products and for writing the compact values (default 1,
+or OMP_NUM_THREADS)
 
    Level: beginner
 

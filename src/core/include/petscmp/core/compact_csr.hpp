@@ -98,6 +98,7 @@ struct StorageOptions {
   SumOrder order        = SumOrder::sequential;
   Layout layout         = Layout::automatic;
   std::int64_t min_run_rows = kMinRunLength; // shortest average run of one format kept as run blocks (tests lower it)
+  int threads               = 1; // OpenMP threads that write the values (build and refill); the result is the same
 };
 
 // A read-only view of a CSR matrix (the master copy).
