@@ -687,6 +687,13 @@ void check_options(const StorageOptions &opts)
     throw StorageError("petscmp: rowsplit needs a positive range factor and a row fraction in [0, 1]");
 }
 
+// The options of the layout and of the writing, for builds and refills.
+void check_build_options(const StorageOptions &opts)
+{
+  if (opts.min_run_rows < 1) throw StorageError("petscmp: the shortest run must be at least one row");
+  if (opts.threads < 1) throw StorageError("petscmp: the builder needs at least one thread");
+}
+
 template <typename Index> void check_view(const CsrView<Index> &csr)
 {
   if (csr.nrows < 0 || csr.ncols < 0) throw StorageError("petscmp: negative matrix dimensions");
@@ -796,8 +803,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   }
   check_view(csr);
   if (static_cast<Index>(row_formats.size()) != csr.nrows) throw StorageError("petscmp: one format per row is needed");
-  if (opts.min_run_rows < 1) throw StorageError("petscmp: the shortest run must be at least one row");
-  if (opts.threads < 1) throw StorageError("petscmp: the builder needs at least one thread");
+  check_build_options(opts);
   CompactCsr out;
   out.nrows            = csr.nrows;
   out.ncols            = csr.ncols;
@@ -845,7 +851,7 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
 template <typename Index, typename FormatOf>
 bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, FormatOf format_of)
 {
-  if (opts.threads < 1) throw StorageError("petscmp: the builder needs at least one thread");
+  check_build_options(opts);
   const bool track = storage_mode_is_lossy(opts.mode);
   for (FormatStats &fs : copy.stats.per_format)
     fs.max_relative_error = 0.0;
