@@ -108,6 +108,9 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  max_rel_error[f]    - largest relative change |stored - a|/|a| of an entry stored in format f
 .  stored              - values stored, including the explicit zeros that pad the rows of sliced blocks
 .  sliced_rows         - rows in the sliced layout (`MatAIJMPSetLayout()`)
+.  shifted_rows        - of those, the rows of shifted slices: 8 rows of one length whose columns are the first row's
+                         shifted by one per row (stencil rows), stored with one column index per 8 values and read
+                         without gathers
 .  node_rows           - rows in the node layout; the rows neither sliced nor in nodes are in CSR order
 .  nodes               - nodes of the node layout
 .  wide_nodes          - of those, the nodes whose columns span too much for 16-bit offsets (32-bit columns)
@@ -135,6 +138,7 @@ typedef struct {
   PetscReal max_rel_error[PETSCMP_NUM_FORMATS];
   PetscInt64 stored;
   PetscInt64 sliced_rows;
+  PetscInt64 shifted_rows;
   PetscInt64 node_rows;
   PetscInt64 nodes;
   PetscInt64 wide_nodes;

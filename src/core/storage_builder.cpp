@@ -329,25 +329,64 @@ template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
 {
   const std::int64_t rows = b.row_count(), list = b.grouped() ? rows * 4 : 0;
   if (b.node_layout()) return static_cast<std::int64_t>(b.nodes.size() * sizeof(NodeInfo) + b.node_cols.size()) + list;
-  if (b.sliced())
-    return b.stored_count() * 4 + static_cast<std::int64_t>(b.row_lengths.size()) * 4 + (b.slice_count() + 1) * 8 +
-           list;
+  if (b.sliced()) { // a shifted slice's row lengths are not read (one length, no padding)
+    std::int64_t gathered = 0;
+    for (std::int64_t q = 0; q < b.slice_count(); ++q)
+      gathered += !b.shifted_slice(q);
+    return static_cast<std::int64_t>(b.cols.size()) * 4 + gathered * kSliceRows * 4 + (b.slice_count() + 1) * 16 + list;
+  }
   if (b.grouped()) return static_cast<std::int64_t>(sizeof(Index)) * b.nnz + rows * (4 + 8 + 2 * sizeof(Index));
   return static_cast<std::int64_t>(sizeof(Index)) * (b.nnz + rows + 1);
 }
 
-// Slice offsets of block b when sliced: each slice as wide as its longest row.
-template <typename Index> std::vector<std::int64_t> slice_offsets_of(const CsrView<Index> &csr, const RowBlock &b)
+// Whether the 8 block rows of slice q form a shifted slice: one length n, and
+// row r's columns are row 0's plus r.
+template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q)
+{
+  const std::int64_t k0 = q * kSliceRows;
+  if (k0 + kSliceRows > b.row_count()) return false;
+  const Index *c0 = csr.cols + csr.rowptr[b.row(k0)];
+  const Index n   = csr.rowptr[b.row(k0) + 1] - csr.rowptr[b.row(k0)];
+  if (n == 0) return false;
+  for (int r = 1; r < kSliceRows; ++r) {
+    const std::int64_t row = b.row(k0 + r);
+    if (csr.rowptr[row + 1] - csr.rowptr[row] != n) return false;
+    const Index *c = csr.cols + csr.rowptr[row];
+    bool shifted   = true; // no early exit: a loop the compiler vectorizes
+    for (Index e = 0; e < n; ++e)
+      shifted &= c[e] == c0[e] + r;
+    if (!shifted) return false;
+  }
+  return true;
+}
+
+// Where the values and the columns of each slice of block b start when sliced:
+// each slice as wide as its longest row; 8 columns per entry, or 1 when the
+// slice is shifted.
+struct SliceShape {
+  std::vector<std::int64_t> offsets, col_offsets; // slices + 1 each; empty: not sliced
+  bool empty() const { return offsets.empty(); }
+  void clear()
+  {
+    offsets.clear();
+    col_offsets.clear();
+  }
+};
+
+template <typename Index> SliceShape slice_shape_of(const CsrView<Index> &csr, const RowBlock &b)
 {
   const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(nslices) + 1, 0);
+  SliceShape shape;
+  shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
+  shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
   for (std::int64_t q = 0; q < nslices; ++q) {
     std::int64_t width = 0;
     for (std::int64_t k = q * kSliceRows; k < std::min(nrows, (q + 1) * kSliceRows); ++k)
       width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
-    offsets[q + 1] = offsets[q] + width * kSliceRows;
+    shape.offsets[q + 1]     = shape.offsets[q] + width * kSliceRows;
+    shape.col_offsets[q + 1] = shape.col_offsets[q] + (is_shifted_slice(csr, b, q) ? width : width * kSliceRows);
   }
-  return offsets;
+  return shape;
 }
 
 // The nodes of block b: runs of at most kMaxNodeRows consecutive block rows
@@ -530,7 +569,8 @@ inline bool any_row(std::int64_t)
   return true;
 }
 
-// Columns of a sliced block and its padding (value 0, column 0).
+// Columns of a sliced block (one per entry of a shifted slice) and its
+// padding (value 0, column 0).
 template <typename S, typename Index> void shape_slices(const CsrView<Index> &csr, RowBlock &b)
 {
   const std::int64_t nrows = b.row_count(), nslices = b.slice_count();
@@ -539,19 +579,25 @@ template <typename S, typename Index> void shape_slices(const CsrView<Index> &cs
   const S zero       = encode_as<S>(0.0);
   for (std::int64_t q = 0; q < nslices; ++q) {
     const std::int64_t base = b.slice_offsets[q], width = (b.slice_offsets[q + 1] - base) / kSliceRows;
+    std::int32_t *slice_cols = cols + b.slice_col_offsets[q];
+    const bool shifted       = b.shifted_slice(q);
     for (std::int64_t r = 0; r < kSliceRows; ++r) {
       const std::int64_t k = q * kSliceRows + r;
       std::int64_t n = 0, start = 0;
       if (k < nrows) {
         start = csr.rowptr[b.row(k)];
         n     = csr.rowptr[b.row(k) + 1] - start;
-        for (std::int64_t e = 0; e < n; ++e)
-          cols[base + r + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
+        if (!shifted)
+          for (std::int64_t e = 0; e < n; ++e)
+            slice_cols[r + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
+        else if (r == 0)
+          for (std::int64_t e = 0; e < n; ++e)
+            slice_cols[e] = static_cast<std::int32_t>(csr.cols[start + e]);
       }
       b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(n);
       for (std::int64_t e = n; e < width; ++e) {
         vals[base + r + e * kSliceRows] = zero;
-        cols[base + r + e * kSliceRows] = 0;
+        slice_cols[r + e * kSliceRows]  = 0;
       }
     }
   }
@@ -581,10 +627,10 @@ template <typename S, typename Index> void shape_nodes(const CsrView<Index> &csr
 
 // Block b in its layout: memory from the pool, indices and padding, then the values.
 template <typename S, typename Index>
-void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, std::vector<std::int64_t> offsets, RowBlock &b,
-                bool track, FormatStats &fs, BufferPool &pool, int threads)
+void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceShape slices, RowBlock &b, bool track,
+                FormatStats &fs, BufferPool &pool, int threads)
 {
-  if (!nodes.empty() || !offsets.empty()) { // CSR order keeps a grouped block's offsets
+  if (!nodes.empty() || !slices.empty()) { // CSR order keeps a grouped block's offsets
     b.value_offsets.clear();
     b.value_offsets.shrink_to_fit();
   }
@@ -593,12 +639,13 @@ void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, std::vec
     pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz + kNodeValuePadding) * sizeof(S));
     pool.lend(b.node_cols.buffer(), static_cast<std::size_t>(node_index_bytes(b.nodes)));
     shape_nodes<S>(csr, b);
-  } else if (!offsets.empty()) {
-    b.slice_offsets            = std::move(offsets);
+  } else if (!slices.empty()) {
+    b.slice_offsets            = std::move(slices.offsets);
+    b.slice_col_offsets        = std::move(slices.col_offsets);
     const std::int64_t nslices = b.slice_count();
     const std::size_t stored   = static_cast<std::size_t>(b.slice_offsets.back());
     pool.lend(b.values.buffer(), stored * sizeof(S));
-    pool.lend(b.cols.buffer(), stored * sizeof(std::int32_t));
+    pool.lend(b.cols.buffer(), static_cast<std::size_t>(b.slice_col_offsets.back()) * sizeof(std::int32_t));
     pool.lend(b.row_lengths.buffer(), static_cast<std::size_t>(nslices * kSliceRows) * sizeof(std::int32_t));
     shape_slices<S>(csr, b);
   } else {
@@ -656,20 +703,23 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threa
   for (RowBlock &b : out.blocks) {
     FormatStats &fs             = out.stats.per_format[static_cast<int>(b.format)];
     std::vector<NodeInfo> nodes = node_layout_of(csr, layout, b, spare_nodes);
-    std::vector<std::int64_t> offsets;
+    SliceShape slices;
     if (nodes.empty() && layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0) {
-      offsets = slice_offsets_of(csr, b);
-      if (layout != Layout::sliced && offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz)) offsets.clear();
+      slices = slice_shape_of(csr, b);
+      if (layout != Layout::sliced && slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
+        slices.clear();
     }
     dispatch_format(b.format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      fill_block<S>(csr, std::move(nodes), std::move(offsets), b, lossy, fs, pool, threads);
+      fill_block<S>(csr, std::move(nodes), std::move(slices), b, lossy, fs, pool, threads);
     });
     for (std::int64_t k = 0; k < b.row_count(); ++k)
       fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
     fs.nnz += b.nnz;
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
+    for (std::int64_t q = 0; q < b.slice_count(); ++q)
+      out.stats.shifted_rows += b.shifted_slice(q) ? kSliceRows : 0;
     if (b.node_layout()) count_nodes(b, out.stats);
     // a node block's padding is never read as values
     out.stats.value_bytes += b.node_layout() ? b.nnz * static_cast<std::int64_t>(format_bytes(b.format))

@@ -9,14 +9,24 @@
 
 namespace petscmp {
 
+// The columns of one row of a shifted slice, indexed as a gathered slice's
+// are (entry e at e * kSliceRows): the slice's column of entry e plus the
+// row's lane.
+struct ShiftedColumns {
+  const std::int32_t *slice_cols;
+  std::int32_t lane;
+  std::int64_t operator[](std::int64_t at) const { return slice_cols[at / kSliceRows] + lane; }
+};
+
 // sum + sum_k vals[k s] * x[cols[k s]], k in [0, n), s = stride (1 in CSR
-// order, kSliceRows in a slice)
-template <SumOrder Order, typename Storage, typename ColIndex>
-inline double row_dot(double sum, reduced_range<Storage> vals, const ColIndex *cols, std::int64_t n, const double *x,
+// order, kSliceRows in a slice); cols is a pointer or ShiftedColumns.
+template <SumOrder Order, typename Storage, typename Columns>
+inline double row_dot(double sum, reduced_range<Storage> vals, Columns cols, std::int64_t n, const double *x,
                       std::int64_t stride = 1)
 {
   if constexpr (Order == SumOrder::sequential) {
-    for (std::int64_t k = 0; k < n; ++k) sum += vals[k * stride] * x[cols[k * stride]];
+    for (std::int64_t k = 0; k < n; ++k)
+      sum += vals[k * stride] * x[cols[k * stride]];
   } else { // PETSc's inode kernels: pairs of products, then the odd one
     std::int64_t k = 0;
     for (; k + 1 < n; k += 2)
@@ -29,11 +39,14 @@ inline double row_dot(double sum, reduced_range<Storage> vals, const ColIndex *c
 // Calls fn(columns, x) for node nd of a node block: the node's column list
 // (16-bit offsets, or 32-bit columns when wide) and the x they index (x shifted
 // by the node's base column for offsets).
-template <typename X, typename Fn> inline void with_node_columns(const RowBlock &block, const NodeInfo &nd, X *x, Fn &&fn)
+template <typename X, typename Fn>
+inline void with_node_columns(const RowBlock &block, const NodeInfo &nd, X *x, Fn &&fn)
 {
   const unsigned char *at = block.node_cols.as<unsigned char>() + nd.indices;
-  if (nd.wide) fn(reinterpret_cast<const std::int32_t *>(at), x);
-  else fn(reinterpret_cast<const std::uint16_t *>(at), x + nd.col_base);
+  if (nd.wide)
+    fn(reinterpret_cast<const std::int32_t *>(at), x);
+  else
+    fn(reinterpret_cast<const std::uint16_t *>(at), x + nd.col_base);
 }
 
 // Row r of node nd: row_dot over its values (stride nd.rows) and the node's
@@ -44,24 +57,38 @@ inline double node_row_dot(double sum, reduced_range<Storage> node_vals, int r, 
 {
   auto term = [&](std::int64_t k) { return node_vals[k * rows + r] * x[cols[k]]; };
   if constexpr (Order == SumOrder::sequential) {
-    for (std::int64_t k = 0; k < n; ++k) sum += term(k);
+    for (std::int64_t k = 0; k < n; ++k)
+      sum += term(k);
   } else {
     std::int64_t k = 0;
-    for (; k + 1 < n; k += 2) sum += term(k) + term(k + 1);
+    for (; k + 1 < n; k += 2)
+      sum += term(k) + term(k + 1);
     if (k < n) sum += term(k);
   }
   return sum;
 }
 
-// Calls fn(cols pointer, first value index, stride, length) for block row k
-// of a row-wise (CSR-order or sliced) block.
+// Calls fn(cols, first value index, stride, length) for block row k of a
+// row-wise (CSR-order or sliced) block: entry e's value is at first + e *
+// stride and its column is cols[e * stride] (cols: a pointer, or
+// ShiftedColumns for a shifted slice). A sliced block never reads the master
+// (rowptr and master_cols may be null).
 template <typename Index, typename Fn>
-inline void with_row_entries(const RowBlock &block, const Index *rowptr, const Index *master_cols, std::int64_t k, Fn &&fn)
+inline void with_row_entries(const RowBlock &block, const Index *rowptr, const Index *master_cols, std::int64_t k,
+                             Fn &&fn)
 {
+  if (block.sliced()) {
+    const std::int64_t q = k / kSliceRows, lane = k % kSliceRows, n = block.row_lengths[static_cast<std::size_t>(k)];
+    const std::int64_t first       = block.value_index(k, 0, 0);
+    const std::int32_t *slice_cols = block.cols.data() + block.slice_col_offsets[q];
+    if (block.shifted_slice(q))
+      fn(ShiftedColumns{slice_cols, static_cast<std::int32_t>(lane)}, first, std::int64_t{kSliceRows}, n);
+    else
+      fn(slice_cols + lane, first, std::int64_t{kSliceRows}, n);
+    return;
+  }
   const std::int64_t row = block.row(k), start = rowptr[row], n = rowptr[row + 1] - start;
-  const std::int64_t first = block.value_index(k, 0, start);
-  if (block.sliced()) fn(block.cols.data() + first, first, std::int64_t{kSliceRows}, n);
-  else fn(master_cols + start, first, std::int64_t{1}, n);
+  fn(master_cols + start, block.value_index(k, 0, start), std::int64_t{1}, n);
 }
 
 // row_dot over values already converted to fp64 (a pointer the accessor's
@@ -114,8 +141,10 @@ inline void rows_dot_values(double *sum, const double *const *v, const ColIndex 
 // Calls fn(std::integral_constant-like tag) for the runtime summation order.
 template <typename Fn> inline void dispatch_order(SumOrder order, Fn &&fn)
 {
-  if (order == SumOrder::paired) fn(std::integral_constant<SumOrder, SumOrder::paired>{});
-  else fn(std::integral_constant<SumOrder, SumOrder::sequential>{});
+  if (order == SumOrder::paired)
+    fn(std::integral_constant<SumOrder, SumOrder::paired>{});
+  else
+    fn(std::integral_constant<SumOrder, SumOrder::sequential>{});
 }
 
 } // namespace petscmp

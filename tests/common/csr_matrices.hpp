@@ -75,8 +75,8 @@ struct RowRecipe {
   std::size_t nnz_spread   = 12;
   unsigned empty_tenths    = 7; // mostly_empty: this many rows in ten are empty
   std::int64_t empty_every = 0; // > 0: every empty_every-th row is empty in any shape
-  int max_node_rows        = 1;  // > 1: rows come in nodes of 1..max_node_rows rows sharing one column pattern
-  std::int64_t node_window = 0;  // > 0: 7 nodes in 8 draw their columns within this many columns of the diagonal
+  int max_node_rows        = 1; // > 1: rows come in nodes of 1..max_node_rows rows sharing one column pattern
+  std::int64_t node_window = 0; // > 0: 7 nodes in 8 draw their columns within this many columns of the diagonal
 };
 
 template <typename Index>
@@ -112,6 +112,49 @@ Matrix<Index> random_matrix(Index nrows, Index ncols, Shape shape, unsigned seed
     for (Index c : row) {
       a.cols.push_back(c);
       a.vals.push_back(class_value(cls, rng));
+    }
+    a.rowptr.push_back(static_cast<Index>(a.vals.size()));
+  }
+  return a;
+}
+
+// Stencil rows, whose slices of 8 consecutive rows are mostly shifted (one
+// length, columns shifted by one per row): the points of an n x n x n grid in
+// lexicographic order, each row the 7 or 27 neighbours inside the grid (rows
+// at the faces are shorter, so slices that hold face rows are not shifted).
+// band > 0 instead: row i has the columns i .. i + band - 1 of a matrix with
+// nrows + band - 1 columns (every full slice is shifted; the last one reads
+// the last entry of x). Values as random_matrix's for the shape (fragmented:
+// a class per row; runs: a class per run_rows rows).
+template <typename Index>
+Matrix<Index> stencil_matrix(Index n, int points, Shape shape, unsigned seed, std::int64_t run_rows, Index band = 0)
+{
+  std::mt19937_64 rng(seed);
+  Matrix<Index> a;
+  a.nrows         = band > 0 ? n : n * n * n;
+  a.ncols         = band > 0 ? n + band - 1 : a.nrows;
+  const int reach = points == 27 ? 1 : 0; // 27: all offsets in {-1,0,1}^3; 7: one nonzero offset
+  for (Index i = 0; i < a.nrows; ++i) {
+    const int cls =
+        shape == Shape::runs ? static_cast<int>(i / run_rows) % kClasses : static_cast<int>(rng() % kClasses);
+    auto add = [&](Index c) {
+      a.cols.push_back(c);
+      a.vals.push_back(class_value(cls, rng));
+    };
+    if (band > 0) {
+      for (Index c = i; c < i + band; ++c)
+        add(c);
+    } else {
+      const Index x = i % n, y = (i / n) % n, z = i / (n * n);
+      for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx) {
+            const int nonzero_offsets = (dx != 0) + (dy != 0) + (dz != 0);
+            if (reach == 0 && nonzero_offsets > 1) continue;
+            const Index px = x + dx, py = y + dy, pz = z + dz;
+            if (px < 0 || py < 0 || pz < 0 || px >= n || py >= n || pz >= n) continue;
+            add(px + n * (py + n * pz));
+          }
     }
     a.rowptr.push_back(static_cast<Index>(a.vals.size()));
   }

@@ -79,32 +79,46 @@ struct Readback {
 };
 
 // The invariants of a sliced block: slices of kSliceRows block rows, each as
-// wide as its longest row; entries carry the master's columns; padding is 0.
+// wide as its longest row; entries carry the master's columns; padding is 0;
+// a slice is shifted (one column per entry) exactly when its 8 rows have one
+// length and the columns of row r are the first row's plus r.
 template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Index> &m)
 {
   const std::int64_t nslices = (b.row_count() + kSliceRows - 1) / kSliceRows;
   ASSERT_EQ(b.slice_count(), nslices);
   ASSERT_EQ(static_cast<std::int64_t>(b.row_lengths.size()), nslices * kSliceRows);
+  ASSERT_EQ(static_cast<std::int64_t>(b.slice_col_offsets.size()), nslices + 1);
   EXPECT_EQ(b.slice_offsets.front(), 0);
+  EXPECT_EQ(b.slice_col_offsets.front(), 0);
   EXPECT_EQ(static_cast<std::int64_t>(b.values.size()),
             b.stored_count() * static_cast<std::int64_t>(format_bytes(b.format)));
-  EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), b.stored_count());
+  EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), b.slice_col_offsets.back());
   for (std::int64_t q = 0; q < nslices; ++q) {
     std::int64_t width = 0;
+    bool shifted       = (q + 1) * kSliceRows <= b.row_count();
     for (std::int64_t k = q * kSliceRows; k < (q + 1) * kSliceRows; ++k) {
       const std::int64_t len = k < b.row_count() ? m.row_len(static_cast<Index>(b.row(k))) : 0;
       EXPECT_EQ(b.row_lengths[k], len) << "block row " << k;
       width = std::max(width, len);
     }
+    for (std::int64_t k = q * kSliceRows; shifted && k < (q + 1) * kSliceRows; ++k) {
+      const Index row = static_cast<Index>(b.row(k)), row0 = static_cast<Index>(b.row(q * kSliceRows));
+      shifted = m.row_len(row) == width && width > 0;
+      for (std::int64_t e = 0; shifted && e < width; ++e)
+        shifted = m.cols[m.rowptr[row] + e] == m.cols[m.rowptr[row0] + e] + (k - q * kSliceRows);
+    }
+    EXPECT_EQ(b.shifted_slice(q), shifted) << "slice " << q;
     EXPECT_EQ(b.slice_offsets[q + 1] - b.slice_offsets[q], width * kSliceRows) << "slice " << q;
+    EXPECT_EQ(b.slice_col_offsets[q + 1] - b.slice_col_offsets[q], shifted ? width : width * kSliceRows)
+        << "slice " << q;
     for (std::int64_t k = q * kSliceRows; k < (q + 1) * kSliceRows; ++k)
       for (std::int64_t e = 0; e < width; ++e) {
         const std::int64_t at = b.value_index(k, e, 0);
         if (e < b.row_lengths[k]) {
           const Index row = static_cast<Index>(b.row(k));
-          EXPECT_EQ(b.cols[at], static_cast<std::int32_t>(m.cols[m.rowptr[row] + e]));
+          EXPECT_EQ(b.slice_column(k, e), static_cast<std::int64_t>(m.cols[m.rowptr[row] + e]));
         } else {
-          EXPECT_EQ(b.cols[at], 0);
+          EXPECT_EQ(b.cols[b.slice_col_offsets[q] + e * kSliceRows + k % kSliceRows], 0);
           EXPECT_EQ(decode_at(b.values, b.format, at), 0.0) << "padding must be zero";
         }
       }
@@ -929,9 +943,56 @@ TYPED_TEST(BuilderTest, SlicedLayoutRoundTrip)
     // widths 4, 4, 4 (every slice has a row of length 4): 3 * 8 * 4 stored entries
     EXPECT_EQ(b.stored_count(), 96);
     EXPECT_EQ(A.stats.value_bytes, 96 * static_cast<std::int64_t>(format_bytes(b.format)));
-    EXPECT_EQ(A.stats.index_bytes, 96 * 4 + 24 * 4 + 4 * 8);
+    EXPECT_EQ(A.stats.index_bytes, 96 * 4 + 24 * 4 + 4 * 16); // columns, lengths, value and column offsets
     check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
   }
+}
+
+TYPED_TEST(BuilderTest, ShiftedSlices)
+{
+  // 28 rows of 40 columns. Slice 0: row i has columns i, i + 2, i + 5 (shifted).
+  // Slice 1: the same but row 12 has i + 6 for i + 5. Slice 2: row 20 has one
+  // entry more. Slice 3: shifted rows, but only 4 of them.
+  TestCsr<TypeParam> m;
+  m.ncols = 40;
+  for (int i = 0; i < 28; ++i) {
+    std::vector<int> offs = {0, 2, i == 12 ? 6 : 5};
+    if (i == 20) offs.push_back(9);
+    for (int o : offs) {
+      m.cols.push_back(static_cast<TypeParam>(i + o));
+      m.vals.push_back(1.0 + 0.125 * static_cast<double>(m.vals.size() % 50));
+    }
+    m.rowptr.push_back(static_cast<TypeParam>(m.vals.size()));
+    ++m.nrows;
+  }
+  for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16})
+    for (Layout layout : {Layout::sliced, Layout::automatic}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout));
+      const StorageOptions opts = with_mode(mode, layout);
+      CompactCsr A              = build_compact_csr(m.view(), opts);
+      ASSERT_EQ(A.blocks.size(), 1u);
+      const RowBlock &b = A.blocks[0];
+      ASSERT_TRUE(b.sliced());
+      EXPECT_TRUE(b.shifted_slice(0));
+      EXPECT_FALSE(b.shifted_slice(1));
+      EXPECT_FALSE(b.shifted_slice(2));
+      EXPECT_FALSE(b.shifted_slice(3));
+      EXPECT_EQ(A.stats.shifted_rows, 8);
+      // columns: 3 for slice 0, then 8 per entry of widths 3, 4, 3
+      EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), 3 + 8 * (3 + 4 + 3));
+      // columns, the row lengths of the 3 gathered slices, value and column offsets
+      EXPECT_EQ(A.stats.index_bytes, (3 + 8 * 10) * 4 + 3 * 8 * 4 + 5 * 16);
+      const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+      check_compact(A, m, formats);
+      // a value-only refill keeps the shifted slice and writes the new values in it
+      for (double &v : m.vals)
+        v *= 2;
+      ASSERT_TRUE(refill_compact_values(m.view(), formats, opts, A));
+      EXPECT_TRUE(A.blocks[0].shifted_slice(0));
+      check_compact(A, m, formats);
+      for (double &v : m.vals)
+        v /= 2;
+    }
 }
 
 TYPED_TEST(BuilderTest, SlicedLayoutAutomaticPaddingLimit)

@@ -162,6 +162,15 @@ template <typename Index> void run_mode(StorageMode mode)
         compare_backends(a, mode, order, shape, layout);
     }
   }
+  // stencil and band rows: shifted slices (x read with plain loads) among gathered ones
+  for (Shape shape : {Shape::fragmented, Shape::runs}) {
+    const Matrix<Index> s7  = stencil_matrix<Index>(Index(36), 7, shape, 43, 2048);
+    const Matrix<Index> s27 = stencil_matrix<Index>(Index(24), 27, shape, 44, 2048);
+    const Matrix<Index> bd  = stencil_matrix<Index>(Index(40000), 0, shape, 45, 2048, Index(9));
+    for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+      for (const Matrix<Index> *m : {&s7, &s27, &bd})
+        compare_backends(*m, mode, order, shape, Layout::sliced);
+  }
   // the off-diagonal block of an MPI matrix: rectangular, mostly empty rows
   const Matrix<Index> b = random_matrix<Index>(Index(50000), Index(3000), Shape::mostly_empty, 37, kBigRows);
   for (Layout layout : {Layout::csr, Layout::sliced})

@@ -314,6 +314,45 @@ TYPED_TEST(SpmvReference, NodeMatrices)
   EXPECT_LT(A.stats.index_bytes, static_cast<std::int64_t>(A.stats.nodes * sizeof(NodeInfo)) + A.stats.nnz);
 }
 
+// Stencil and band rows, whose slices are mostly shifted (one column per entry
+// of 8 rows): every mode and order, bitwise the loops' product, in runs of one
+// format (run blocks: shifted slices) and with a format per row (grouped
+// blocks, whose rows are rarely consecutive).
+TYPED_TEST(SpmvReference, ShiftedSlices)
+{
+  using Index = TypeParam;
+  struct Case {
+    const char *name;
+    Index n, band;
+    int points;
+  };
+  // grid lines of 18 points: 4 slices in 9 lie inside a line (x = 1..16), shifted
+  for (const Case &c : {Case{"7-point", 18, 0, 7}, Case{"27-point", 18, 0, 27}, Case{"band", 640, 13, 0}})
+    for (Shape shape : {Shape::fragmented, Shape::runs}) {
+      const Matrix<Index> a = stencil_matrix<Index>(c.n, c.points, shape, 29, 64, c.band);
+      for (int mi = 0; mi < kStorageModeCount; ++mi)
+        for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+          for (Layout layout : {Layout::automatic, Layout::sliced}) {
+            const StorageMode mode = static_cast<StorageMode>(mi);
+            SCOPED_TRACE(std::string(c.name) + " " + shape_name(shape) + " " + storage_mode_name(mode) +
+                         (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout));
+            // the dense comparison (values, not layout): for the band only, whose dense matrix is small
+            check_case(a, options(mode, order, layout), shape != Shape::runs,
+                       c.band > 0 && layout == Layout::sliced && order == SumOrder::sequential);
+          }
+      // runs of 64 rows: slices of the interior are shifted, slices with face rows are not
+      const CompactCsr A =
+          build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::sequential, Layout::sliced));
+      if (shape == Shape::runs && c.band > 0) {
+        EXPECT_EQ(A.stats.shifted_rows, a.nrows);
+      } else if (shape == Shape::runs) {
+        EXPECT_GT(A.stats.shifted_rows, 0);
+        EXPECT_LT(A.stats.shifted_rows, A.stats.sliced_rows);
+      }
+      EXPECT_EQ(A.stats.sliced_rows, a.nrows);
+    }
+}
+
 TYPED_TEST(SpmvReference, PairedDiffersFromSequential)
 {
   // The two orders are really different (else the tests above could not tell them apart).

@@ -169,25 +169,22 @@ void thread_slices(const RowBlock &block, int t, int nt, std::int64_t &q0, std::
 
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
 // Slices [q0, q1) of a sliced block, 8 rows per register: entry j of the 8
-// rows is one read of 8 values through the accessor, one gather of x and one
-// multiply; the adds are masked to the rows that have an entry j, so every
-// row's sum takes exactly the reference's steps (no padding term is added).
+// rows is one read of 8 values through the accessor, one read of their x and
+// one multiply. A gathered slice gathers x and masks the adds to the rows that
+// have an entry j, so every row's sum takes exactly the reference's steps (no
+// padding term is added); a shifted slice (all rows of one length, columns
+// shifted by the lane) reads x with one plain load and adds in every lane.
 template <SumOrder Order, typename S>
 void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
   const auto vals          = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
-  const std::int32_t *cols = block.cols.data();
   const std::int64_t nrows = block.row_count();
   const bool grouped       = block.grouped();
   const __m512d zero       = _mm512_setzero_pd();
-  auto product             = [&](std::int64_t at, __mmask8 m) {
-    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + at));
-    return _mm512_mul_pd(vals.read8(static_cast<std::size_t>(at), 0xff), _mm512_mask_i32gather_pd(zero, m, c, x, 8));
-  };
+  auto value8              = [&](std::int64_t at) { return vals.read8(static_cast<std::size_t>(at), 0xff); };
   for (std::int64_t q = q0; q < q1; ++q) {
     const std::int64_t k0 = q * kSliceRows;
     const __mmask8 live   = first_lanes(static_cast<unsigned>(std::min<std::int64_t>(kSliceRows, nrows - k0)));
-    const __m256i lengths = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(block.row_lengths.data() + k0));
     const __m256i rows    = grouped ? _mm256_maskz_loadu_epi32(live, block.rows.data() + k0) : _mm256_setzero_si256();
     double *const yrun    = grouped ? y : y + block.row_begin + k0;
     __m512d sum           = zero;
@@ -196,21 +193,38 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
                     : _mm512_maskz_loadu_pd(live, z + block.row_begin + k0);
     const std::int64_t base  = block.slice_offsets[q];
     const std::int64_t width = (block.slice_offsets[q + 1] - base) / kSliceRows;
-    auto has_entry           = [&](std::int64_t j) {
-      return _mm256_cmpgt_epi32_mask(lengths, _mm256_set1_epi32(static_cast<int>(j)));
-    };
-    std::int64_t j = 0;
-    if constexpr (Order == SumOrder::paired) { // sum += a_j x_j + a_j+1 x_j+1, then the odd one
-      for (; j + 1 < width; j += 2) {
-        const __mmask8 m0 = has_entry(j), m1 = has_entry(j + 1);
-        const __m512d p0 = product(base + j * kSliceRows, m0);
-        const __m512d p1 = product(base + (j + 1) * kSliceRows, m1);
-        sum              = _mm512_mask_add_pd(sum, m0, sum, _mm512_mask_add_pd(p0, m1, p0, p1));
+    const std::int32_t *cols = block.cols.data() + block.slice_col_offsets[q];
+    std::int64_t j           = 0;
+    if (block.shifted_slice(q)) { // live is full: a shifted slice has 8 rows
+      auto product = [&](std::int64_t e) {
+        return _mm512_mul_pd(value8(base + e * kSliceRows), _mm512_loadu_pd(x + cols[e]));
+      };
+      if constexpr (Order == SumOrder::paired)
+        for (; j + 1 < width; j += 2)
+          sum = _mm512_add_pd(sum, _mm512_add_pd(product(j), product(j + 1)));
+      for (; j < width; ++j)
+        sum = _mm512_add_pd(sum, product(j));
+    } else {
+      const __m256i lengths = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(block.row_lengths.data() + k0));
+      auto has_entry        = [&](std::int64_t e) {
+        return _mm256_cmpgt_epi32_mask(lengths, _mm256_set1_epi32(static_cast<int>(e)));
+      };
+      auto product = [&](std::int64_t e, __mmask8 m) {
+        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
+        return _mm512_mul_pd(value8(base + e * kSliceRows), _mm512_mask_i32gather_pd(zero, m, c, x, 8));
+      };
+      if constexpr (Order == SumOrder::paired) { // sum += a_j x_j + a_j+1 x_j+1, then the odd one
+        for (; j + 1 < width; j += 2) {
+          const __mmask8 m0 = has_entry(j), m1 = has_entry(j + 1);
+          const __m512d p0 = product(j, m0);
+          const __m512d p1 = product(j + 1, m1);
+          sum              = _mm512_mask_add_pd(sum, m0, sum, _mm512_mask_add_pd(p0, m1, p0, p1));
+        }
       }
-    }
-    for (; j < width; ++j) {
-      const __mmask8 m = has_entry(j);
-      sum              = _mm512_mask_add_pd(sum, m, sum, product(base + j * kSliceRows, m));
+      for (; j < width; ++j) {
+        const __mmask8 m = has_entry(j);
+        sum              = _mm512_mask_add_pd(sum, m, sum, product(j, m));
+      }
     }
     if (grouped)
       _mm512_mask_i32scatter_pd(y, live, rows, sum, 8);
@@ -225,13 +239,15 @@ template <SumOrder Order, typename S>
 void slices_portable(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z,
                      double *y)
 {
-  const auto vals          = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
-  const std::int64_t nrows = block.row_count();
+  const auto vals               = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+  const std::int64_t nrows      = block.row_count();
+  const std::int64_t *no_rowptr = nullptr; // a sliced block never reads the master
   for (std::int64_t k = q0 * kSliceRows; k < std::min(nrows, q1 * kSliceRows); ++k) {
-    const std::int64_t row   = block.row(k);
-    const std::int64_t first = block.value_index(k, 0, 0);
-    y[row] = row_dot<Order>(z ? z[row] : 0.0, vals.subrange(first, 0), block.cols.data() + first, block.row_lengths[k],
-                            x, kSliceRows);
+    const std::int64_t row = block.row(k);
+    with_row_entries(block, no_rowptr, no_rowptr, k,
+                     [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
+                       y[row] = row_dot<Order>(z ? z[row] : 0.0, vals.subrange(first, 0), cols, n, x, stride);
+                     });
   }
 }
 

@@ -110,6 +110,7 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
   }
   info.stored += c.stats.stored;
   info.sliced_rows += c.stats.sliced_rows;
+  info.shifted_rows += c.stats.shifted_rows;
   info.node_rows += c.stats.node_rows;
   info.nodes += c.stats.nodes;
   info.wide_nodes += c.stats.wide_nodes;
@@ -186,12 +187,13 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   PetscInt64 rows = 0;
   for (int f = 0; f < kFormatCount; ++f)
     rows += info.rows[f];
-  PetscCall(PetscViewerASCIIPrintf(viewer,
-                                   "  layout %s: %" PetscInt64_FMT " of %" PetscInt64_FMT
-                                   " nonempty rows sliced (SELL-8); %" PetscInt64_FMT
-                                   " values stored, %.1f%% of them padding\n",
-                                   layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, info.stored,
-                                   info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
+  PetscCall(PetscViewerASCIIPrintf(
+      viewer,
+      "  layout %s: %" PetscInt64_FMT " of %" PetscInt64_FMT " nonempty rows sliced (SELL-8, %" PetscInt64_FMT
+      " in shifted slices: one column per 8 values, no gathers); %" PetscInt64_FMT
+      " values stored, %.1f%% of them padding\n",
+      layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, PetscMin(info.shifted_rows, rows),
+      info.stored, info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
   if (info.nodes > 0) {
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  %" PetscInt64_FMT " rows in %" PetscInt64_FMT " nodes (%" PetscInt64_FMT

@@ -178,6 +178,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f)
     info->rows[f] = part.rows[f];
   info->sliced_rows  = part.sliced_rows;
+  info->shifted_rows = part.shifted_rows;
   info->builds       = part.builds; // of the diagonal block; the most of any rank below
   info->value_builds = part.value_builds;
   info->node_rows    = part.node_rows;
@@ -194,10 +195,11 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
-  PetscInt64 counts[6] = {info->stored,          info->sliced_rows,     info->kernel_parts[0],
-                          info->kernel_parts[1], info->kernel_parts[2], info->kernel_by_bytes};
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 6, MPIU_INT64, MPI_SUM, comm));
+  PetscInt64 counts[7] = {info->stored,          info->sliced_rows,     info->kernel_parts[0], info->kernel_parts[1],
+                          info->kernel_parts[2], info->kernel_by_bytes, info->shifted_rows};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 7, MPIU_INT64, MPI_SUM, comm));
   info->kernel_by_bytes = counts[5];
+  info->shifted_rows    = counts[6];
   info->stored          = counts[0];
   info->sliced_rows     = counts[1];
   for (int k = 0; k < 3; ++k)

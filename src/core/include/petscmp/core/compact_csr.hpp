@@ -23,6 +23,11 @@
 // read with one load, one conversion and one gather, each row still summed in
 // its own order. Chosen (layout `automatic`) when padding adds at most
 // kMaxSlicePadding of the block's nonzeros.
+// A slice is *shifted* when its 8 rows have one length and the columns of row
+// r are those of the slice's first row plus r (stencil rows in row order: a
+// band). It stores one column per entry, not 8, and a kernel reads the 8 x
+// entries of an entry with one plain load instead of a gather (slow on many
+// CPUs, AMD Zen among them).
 // Or the rows may be stored in nodes (the register-blocked BCSR idea, as in
 // PETSc's inodes): consecutive rows with the same column pattern share one
 // list of column indices, 16-bit offsets from a base column where they fit,
@@ -172,9 +177,13 @@ struct RowBlock {
   AlignedBytes values;
   // Sliced: block rows 8q..8q+7 form slice q; entry e of block row k is stored
   // at slice_offsets[q] + e * kSliceRows + k % kSliceRows (q = k / kSliceRows),
-  // both its value and its column. Padding entries hold value 0 and column 0.
-  std::vector<std::int64_t> slice_offsets; // slices + 1
-  BigArray<std::int32_t> row_lengths;      // kSliceRows * slices; 0 past the last row
+  // its value. Padding entries hold value 0 and column 0. The columns of slice
+  // q start at cols[slice_col_offsets[q]]: entry e of block row k at
+  // slice_col_offsets[q] + e * kSliceRows + k % kSliceRows, or, when the slice
+  // is shifted, cols[slice_col_offsets[q] + e] + k % kSliceRows.
+  std::vector<std::int64_t> slice_offsets;     // slices + 1
+  std::vector<std::int64_t> slice_col_offsets; // slices + 1
+  BigArray<std::int32_t> row_lengths;          // kSliceRows * slices; 0 past the last row
   BigArray<std::int32_t> cols;
   // Node layout: the nodes in block-row order, covering every block row, and
   // their column indices.
@@ -197,11 +206,17 @@ struct RowBlock {
   std::int64_t row_count() const { return grouped() ? static_cast<std::int64_t>(rows.size()) : row_end - row_begin; }
   std::int64_t row(std::int64_t k) const { return grouped() ? rows[k] : row_begin + k; }
   std::int64_t slice_count() const { return sliced() ? static_cast<std::int64_t>(slice_offsets.size()) - 1 : 0; }
+  // Whether slice q is shifted: it stores one column per entry (its width).
+  bool shifted_slice(std::int64_t q) const
+  {
+    const std::int64_t width = (slice_offsets[q + 1] - slice_offsets[q]) / kSliceRows;
+    return width > 0 && slice_col_offsets[q + 1] - slice_col_offsets[q] == width;
+  }
   // Stored entries, padding included (the zeros after a node block's values
   // are not entries).
   std::int64_t stored_count() const { return sliced() ? slice_offsets.back() : nnz; }
-  // Where entry e of block row k is stored (in `values`, and in `cols` when
-  // sliced); row_start is the master's rowptr[row(k)].
+  // Where the value of entry e of block row k is stored; row_start is the
+  // master's rowptr[row(k)].
   std::int64_t value_index(std::int64_t k, std::int64_t e, std::int64_t row_start) const
   {
     if (node_layout()) {
@@ -211,6 +226,12 @@ struct RowBlock {
     if (sliced()) return slice_offsets[k / kSliceRows] + e * kSliceRows + k % kSliceRows;
     if (grouped()) return value_offsets[k] + e;
     return row_start - value_base + e;
+  }
+  // The column of entry e of block row k of a sliced block.
+  std::int64_t slice_column(std::int64_t k, std::int64_t e) const
+  {
+    const std::int64_t q = k / kSliceRows, lane = k % kSliceRows, at = slice_col_offsets[q];
+    return shifted_slice(q) ? cols[at + e] + lane : cols[at + e * kSliceRows + lane];
   }
   // Distance between consecutive entries of block row k.
   std::int64_t value_stride(std::int64_t k = 0) const
@@ -237,6 +258,7 @@ struct StorageStats {
   std::int64_t nrows = 0, nnz = 0;
   std::int64_t stored                          = 0; // values stored: nnz plus the padding of sliced blocks
   std::int64_t sliced_rows                     = 0; // rows of sliced blocks
+  std::int64_t shifted_rows                    = 0; // rows of shifted slices (one column per entry of 8 rows)
   std::int64_t node_rows                       = 0; // rows of node blocks
   std::int64_t nodes                           = 0; // nodes of node blocks
   std::int64_t wide_nodes                      = 0; // nodes whose columns span more than 16-bit offsets
