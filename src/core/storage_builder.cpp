@@ -393,6 +393,26 @@ template <typename Index> SliceShape slice_shape_of(const CsrView<Index> &csr, c
 // that are consecutive matrix rows with one column pattern; each node's
 // columns as 16-bit offsets from its smallest column where they fit. False
 // when a column does not fit 32 bits (the node layout cannot hold the block).
+// The rows of the node that starts at block row k.
+template <typename Index> int node_rows_at(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k)
+{
+  const std::int64_t row = b.row(k), nrows = b.row_count();
+  int s = 1;
+  while (s < kMaxNodeRows && k + s < nrows && b.row(k + s) == row + s && same_pattern<Index>(csr, row, row + s))
+    ++s;
+  return s;
+}
+
+// How many nodes find_nodes would make, without making them (a matrix without
+// nodes, a stencil, would otherwise get a 40-byte node per row, only to drop it).
+template <typename Index> std::int64_t node_count(const CsrView<Index> &csr, const RowBlock &b)
+{
+  std::int64_t count = 0;
+  for (std::int64_t k = 0; k < b.row_count(); k += node_rows_at(csr, b, k))
+    ++count;
+  return count;
+}
+
 template <typename Index> bool find_nodes(const CsrView<Index> &csr, const RowBlock &b, std::vector<NodeInfo> &nodes)
 {
   const std::int64_t nrows = b.row_count();
@@ -402,9 +422,7 @@ template <typename Index> bool find_nodes(const CsrView<Index> &csr, const RowBl
   nodes.reserve(static_cast<std::size_t>(nrows));
   for (std::int64_t k = 0; k < nrows;) {
     const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
-    int s = 1;
-    while (s < kMaxNodeRows && k + s < nrows && b.row(k + s) == row + s && same_pattern<Index>(csr, row, row + s))
-      ++s;
+    const int s = node_rows_at(csr, b, k);
     NodeInfo nd;
     nd.first  = k;
     nd.rows   = static_cast<std::uint8_t>(s);
@@ -675,7 +693,8 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
     nodes.swap(spare.back()); // a rebuild with the same blocks gets each block's own list back
     spare.pop_back();
   }
-  if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0) {
+  if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0 ||
+      (layout == Layout::automatic && kMinNodeRows * static_cast<double>(node_count(csr, b)) > b.row_count())) {
     nodes.clear();
     return nodes;
   }
