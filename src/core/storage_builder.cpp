@@ -413,13 +413,14 @@ template <typename Index> std::int64_t node_count(const CsrView<Index> &csr, con
   return count;
 }
 
-template <typename Index> bool find_nodes(const CsrView<Index> &csr, const RowBlock &b, std::vector<NodeInfo> &nodes)
+// count: node_count(csr, b), so that the list is allocated once, at its size.
+template <typename Index>
+bool find_nodes(const CsrView<Index> &csr, const RowBlock &b, std::int64_t count, std::vector<NodeInfo> &nodes)
 {
   const std::int64_t nrows = b.row_count();
   std::int64_t values = 0, indices = 0;
   nodes.clear();
-  // at most one node per row: no reallocation (copies, fresh pages) while growing
-  nodes.reserve(static_cast<std::size_t>(nrows));
+  nodes.reserve(static_cast<std::size_t>(count)); // no reallocation (copies, fresh pages) while growing
   for (std::int64_t k = 0; k < nrows;) {
     const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
     const int s = node_rows_at(csr, b, k);
@@ -536,13 +537,91 @@ void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bo
 #endif
 }
 
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// r[i] = entries e..e+7 of row i  ->  r[j] = entry e+j of rows 0..7.
+// (zero-masked forms: GCC 12 warns about the undefined source of the plain ones)
+inline void transpose8x8(__m512d r[8])
+{
+  __m512d a[8], b[8];
+  for (int i = 0; i < 8; i += 2) {
+    a[i]     = _mm512_maskz_unpacklo_pd(0xff, r[i], r[i + 1]); // entries 0 2 4 6 of rows i, i+1
+    a[i + 1] = _mm512_maskz_unpackhi_pd(0xff, r[i], r[i + 1]); // entries 1 3 5 7
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int odd = 0; odd < 2; ++odd) {
+      b[i + odd] =
+          _mm512_maskz_shuffle_f64x2(0xff, a[i + odd], a[i + 2 + odd], 0x88); // entries 0 4 (+odd) of rows i..i+3
+      b[i + 2 + odd] = _mm512_maskz_shuffle_f64x2(0xff, a[i + odd], a[i + 2 + odd], 0xdd); // entries 2 6 (+odd)
+    }
+  // b[0]: entries 0/4 of rows 0-3; b[1]: 1/5; b[2]: 2/6; b[3]: 3/7 (b[4..7] rows 4-7)
+  for (int j = 0; j < 4; ++j) {
+    r[j]     = _mm512_maskz_shuffle_f64x2(0xff, b[j], b[j + 4], 0x88);
+    r[j + 4] = _mm512_maskz_shuffle_f64x2(0xff, b[j], b[j + 4], 0xdd);
+  }
+}
+
+// The values of the 8 rows of a slice (row i: values v[i], length len[i];
+// len 0 for lanes past the block's last row), 8 entries at a time: the rows'
+// values are transposed in registers, so that each register holds one entry of
+// the 8 rows and is encoded and stored with one plain store (encode_row writes
+// each row's values one by one, 8 apart). Lanes past a row's end encode 0, the
+// padding's value. False, with nothing written, when a value is Inf or NaN:
+// the caller then writes the rows one by one (the scalar encoders' rules).
+template <typename S>
+bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], std::int64_t width, S *out,
+                  bool track, double &worst)
+{
+  for (std::int64_t e = 0; e < width; e += 8) {
+    __m512d r[8];
+    __mmask8 nonfinite = 0;
+    for (int i = 0; i < kSliceRows; ++i) {
+      const std::int64_t n = std::clamp<std::int64_t>(len[i] - e, 0, 8);
+      r[i]                 = n > 0 ? simd::load_upto8(v[i] + e, static_cast<unsigned>(n)) : _mm512_setzero_pd();
+      nonfinite |= simd::nonfinite_lanes(r[i], 0xff);
+    }
+    if (nonfinite) return false; // (values before e are rewritten by the caller)
+    transpose8x8(r);
+    for (int j = 0; j < 8 && e + j < width; ++j) {
+      const simd::Encoded8<S> enc = simd::encode8_as<S>(r[j]);
+      if (track) note_changes8(r[j], enc.decoded(), 0xff, worst); // padding lanes are 0: no change
+      enc.store_all(out + (e + j) * kSliceRows);
+    }
+  }
+  return true;
+}
+#endif
+
+// Slice q of a sliced block: its rows' values, entry by entry.
+template <typename S, typename Index>
+void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals, bool track, double &worst)
+{
+  const std::int64_t k0 = q * kSliceRows, rows = std::min<std::int64_t>(kSliceRows, b.row_count() - k0);
+  S *out = vals + b.slice_offsets[q];
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  const double *v[kSliceRows];
+  std::int64_t len[kSliceRows];
+  for (int i = 0; i < kSliceRows; ++i) {
+    const std::int64_t row = i < rows ? b.row(k0 + i) : 0;
+    v[i]                   = csr.values + (i < rows ? csr.rowptr[row] : 0);
+    len[i]                 = i < rows ? csr.rowptr[row + 1] - csr.rowptr[row] : 0;
+  }
+  const std::int64_t width = (b.slice_offsets[q + 1] - b.slice_offsets[q]) / kSliceRows;
+  if (encode_slice(v, len, width, out, track, worst)) return;
+#endif
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int64_t row = b.row(k0 + i), start = csr.rowptr[row];
+    encode_row(csr.values + start, csr.rowptr[row + 1] - start, out + i, kSliceRows, track, worst);
+  }
+}
+
 // Fewer nodes or rows than this in a block are written by one thread (a team
 // costs a few microseconds to start).
 constexpr std::int64_t kMinParallelItems = 512;
 
 // The values of block b, written into its layout (CSR order, slices or nodes),
 // whose indices and shape are already in place; the padding of slices and
-// nodes is not touched. Shared by the full build and the value-only refill.
+// nodes is not touched (a slice's padding may be rewritten with its value, 0).
+// Shared by the full build and the value-only refill.
 // keep_row(row) is asked before each row is written (the value-only refill
 // checks the row's format there, while its values come into cache); false
 // stops the writing and is returned. With threads > 1 the nodes (or rows) are
@@ -552,9 +631,11 @@ template <typename S, typename Index, typename KeepRow>
 bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row,
                   [[maybe_unused]] int threads)
 {
-  S *vals                          = b.values.as<S>();
-  const bool by_node               = b.node_layout();
-  const std::int64_t count         = by_node ? static_cast<std::int64_t>(b.nodes.size()) : b.row_count();
+  S *vals            = b.values.as<S>();
+  const bool by_node = b.node_layout(), by_slice = b.sliced();
+  const std::int64_t count         = by_node    ? static_cast<std::int64_t>(b.nodes.size())
+                                     : by_slice ? b.slice_count()
+                                                : b.row_count();
   [[maybe_unused]] const bool team = threads > 1 && count >= kMinParallelItems;
   std::atomic<bool> stopped{false};
   double w = worst;
@@ -571,6 +652,14 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
         }
         encode_row(csr.values + csr.rowptr[row0 + r], nd.length, vals + nd.values + r, nd.rows, track, w);
       }
+    } else if (by_slice) { // the slice's rows are asked first, then written together
+      bool keep = true;
+      for (std::int64_t k = i * kSliceRows; keep && k < std::min(b.row_count(), (i + 1) * kSliceRows); ++k)
+        keep = keep_row(b.row(k));
+      if (!keep)
+        stopped.store(true, std::memory_order_relaxed);
+      else
+        write_slice<S>(csr, b, i, vals, track, w);
     } else {
       const std::int64_t row = b.row(i), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
       if (!keep_row(row))
@@ -693,19 +782,17 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
     nodes.swap(spare.back()); // a rebuild with the same blocks gets each block's own list back
     spare.pop_back();
   }
-  if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0 ||
-      (layout == Layout::automatic && kMinNodeRows * static_cast<double>(node_count(csr, b)) > b.row_count())) {
+  const std::int64_t count =
+      (layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0 ? 0 : node_count(csr, b);
+  if (count == 0 || (layout == Layout::automatic && kMinNodeRows * static_cast<double>(count) > b.row_count())) {
     nodes.clear();
     return nodes;
   }
-  if (!find_nodes(csr, b, nodes)) {
+  if (!find_nodes(csr, b, count, nodes)) {
     if (layout == Layout::node)
       throw StorageError("petscmp: the node layout stores 32-bit column indices; this block has 2^31 columns or more");
     nodes.clear();
   }
-  if (layout == Layout::automatic &&
-      kMinNodeRows * static_cast<double>(nodes.size()) > static_cast<double>(b.row_count()))
-    nodes.clear();
   return nodes;
 }
 

@@ -1163,6 +1163,50 @@ TYPED_TEST(BuilderTest, FastFormatChoiceMatchesDefinition)
   }
 }
 
+// Every stored value has the scalar encoder's bits (NaN payloads included), in
+// every layout: the slices' transposed 8-entry writer and the nodes' and rows'
+// writers all give encode_as<S> of the value.
+TYPED_TEST(BuilderTest, StoredBitsAreTheScalarEncodingInEveryLayout)
+{
+  const double specials[] = {kInf,    -kInf,   kQNaN, -kQNaN,     kPNaN,   std::numeric_limits<double>::signaling_NaN(),
+                             65520.0, 0x1p-25, -0.0,  0x1.ffp127, DBL_MAX, 0x1p-1074};
+  std::mt19937_64 rng(5);
+  TestCsr<TypeParam> m;
+  m.ncols = 40;
+  for (int i = 0; i < 400; ++i) {
+    const int n = 8 + static_cast<int>(rng() % 17) / (i % 3 == 0 ? 1 : 4); // slices of equal and unequal rows
+    for (int e = 0; e < n; ++e) {
+      double v = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, static_cast<int>(rng() % 40) - 20);
+      if (rng() % 4 == 0) v = double_from_bits(double_bits(v) & 0xffffffffe0000000ull); // fits fp32
+      if (rng() % 30 == 0) v = specials[rng() % (sizeof specials / sizeof specials[0])];
+      m.cols.push_back(static_cast<TypeParam>(e));
+      m.vals.push_back(v);
+    }
+    m.rowptr.push_back(static_cast<TypeParam>(m.vals.size()));
+    ++m.nrows;
+  }
+  for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
+                           StorageMode::fp11_20, StorageMode::fp11_4})
+    for (Layout layout : {Layout::csr, Layout::sliced, Layout::node}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout));
+      const CompactCsr A = build_compact_csr(m.view(), with_mode(mode, layout));
+      for (const RowBlock &b : A.blocks)
+        for (std::int64_t k = 0; k < b.row_count(); ++k) {
+          const TypeParam row = static_cast<TypeParam>(b.row(k));
+          for (TypeParam e = 0; e < m.row_len(row); ++e) {
+            const double v = m.vals[m.rowptr[row] + e];
+            dispatch_format(b.format, [&](auto tag) {
+              using S       = typename decltype(tag)::type;
+              const S want  = encode_as<S>(v);
+              const S &have = b.values.as<S>()[b.value_index(k, e, m.rowptr[row])];
+              ASSERT_EQ(std::memcmp(&want, &have, sizeof(S)), 0)
+                  << format_name(b.format) << " row " << row << " entry " << e << " value " << std::hexfloat << v;
+            });
+          }
+        }
+    }
+}
+
 // ---- value-only rebuild ------------------------------------------------------------------
 
 namespace {
