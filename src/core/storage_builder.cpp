@@ -66,12 +66,15 @@ public:
         if (!pred(p.values[k])) return false;
     return true;
   }
-  // pred(values, count) over runs of at most 8 consecutive values of the row
+  // pred(values, count, end) over runs of at most 8 consecutive values of the
+  // row; end: the end of the part's values (what may be read past the row)
   template <typename Pred> bool all_chunks_of8(Pred pred) const
   {
-    for (const auto &p : parts_)
+    for (const auto &p : parts_) {
+      const double *end = p.values + p.rowptr[p.nrows];
       for (Index k = p.rowptr[row_]; k < p.rowptr[row_ + 1]; k += 8)
-        if (!pred(p.values + k, static_cast<unsigned>(std::min<Index>(8, p.rowptr[row_ + 1] - k)))) return false;
+        if (!pred(p.values + k, static_cast<unsigned>(std::min<Index>(8, p.rowptr[row_ + 1] - k)), end)) return false;
+    }
     return true;
   }
   std::int64_t count() const
@@ -126,11 +129,11 @@ struct ExactIn {
     if (fp16) fp16 = double_bits(decode(encode_as<fp16_t>(v))) == double_bits(v);
   }
   // add() of n <= 8 consecutive values, 8 at once where AVX-512 is there
-  void add_upto8(const double *v, unsigned n)
+  void add_upto8(const double *v, unsigned n, const double *end)
   {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
     const __mmask8 m = first_lanes(n);
-    const __m512d x  = simd::load_upto8(v, n);
+    const __m512d x  = simd::load_upto8(v, n, end);
     if (!simd::nonfinite_lanes(x, m)) {
       const __m256 f = _mm512_maskz_cvtpd_ps(0xff, x);
       if (_mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(_mm512_maskz_cvtps_pd(0xff, f)),
@@ -148,6 +151,7 @@ struct ExactIn {
       return;
     }
 #endif
+    (void)end;
     for (unsigned i = 0; i < n && any(); ++i)
       add(v[i]);
   }
@@ -160,8 +164,8 @@ struct ExactIn {
 template <typename Index> Format lossless_row_format(const RowValues<Index> &row)
 {
   ExactIn exact;
-  row.all_chunks_of8([&exact](const double *v, unsigned n) {
-    exact.add_upto8(v, n);
+  row.all_chunks_of8([&exact](const double *v, unsigned n, const double *end) {
+    exact.add_upto8(v, n, end);
     return exact.any();
   });
   return exact.narrowest();
@@ -176,11 +180,12 @@ bool within_roundoff(Format f, double v, double lo, double hi)
 }
 
 // within_roundoff of n <= 8 consecutive values (zero is exact in every format)
-bool all_within_roundoff(Format f, const double *v, unsigned n, double lo, double hi)
+bool all_within_roundoff(Format f, const double *v, unsigned n, [[maybe_unused]] const double *end, double lo,
+                         double hi)
 {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
   const __mmask8 m = first_lanes(n);
-  const __m512d x = simd::load_upto8(v, n), a = _mm512_abs_pd(x);
+  const __m512d x = simd::load_upto8(v, n, end), a = _mm512_abs_pd(x);
   const __mmask8 in_range =
       _mm512_cmp_pd_mask(a, _mm512_set1_pd(lo), _CMP_GE_OQ) & _mm512_cmp_pd_mask(a, _mm512_set1_pd(hi), _CMP_LE_OQ);
   const __mmask8 zero = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_EQ_OQ);
@@ -200,7 +205,9 @@ template <typename Index> Format uniform_row_format(const RowValues<Index> &row,
 {
   for (; f != Format::fp64; f = wider_format(f)) {
     const double lo = min_normal(f), hi = max_finite(f);
-    if (row.all_chunks_of8([f, lo, hi](const double *v, unsigned n) { return all_within_roundoff(f, v, n, lo, hi); }))
+    if (row.all_chunks_of8([f, lo, hi](const double *v, unsigned n, const double *end) {
+          return all_within_roundoff(f, v, n, end, lo, hi);
+        }))
       return f;
   }
   return Format::fp64;
@@ -509,15 +516,17 @@ void encode_row_scalar(const double *v, std::int64_t n, S *out, std::int64_t str
   }
 }
 
+// end: the end of the array v lies in (what may be read past the row).
 template <typename S>
-void encode_row(const double *v, std::int64_t n, S *out, std::int64_t stride, bool track, double &worst)
+void encode_row(const double *v, std::int64_t n, [[maybe_unused]] const double *end, S *out, std::int64_t stride,
+                bool track, double &worst)
 {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
   alignas(64) S chunk[8];
   for (std::int64_t e = 0; e < n; e += 8) {
     const unsigned count = static_cast<unsigned>(std::min<std::int64_t>(8, n - e));
     const __mmask8 m     = first_lanes(count);
-    const __m512d x      = simd::load_upto8(v + e, count);
+    const __m512d x      = simd::load_upto8(v + e, count, end);
     if (simd::nonfinite_lanes(x, m)) { // Inf/NaN: the scalar encoders' payload rules
       encode_row_scalar(v + e, count, out + e * stride, stride, track, worst);
       continue;
@@ -568,15 +577,15 @@ inline void transpose8x8(__m512d r[8])
 // padding's value. False, with nothing written, when a value is Inf or NaN:
 // the caller then writes the rows one by one (the scalar encoders' rules).
 template <typename S>
-bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], std::int64_t width, S *out,
-                  bool track, double &worst)
+bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], const double *end,
+                  std::int64_t width, S *out, bool track, double &worst)
 {
   for (std::int64_t e = 0; e < width; e += 8) {
     __m512d r[8];
     __mmask8 nonfinite = 0;
     for (int i = 0; i < kSliceRows; ++i) {
       const std::int64_t n = std::clamp<std::int64_t>(len[i] - e, 0, 8);
-      r[i]                 = n > 0 ? simd::load_upto8(v[i] + e, static_cast<unsigned>(n)) : _mm512_setzero_pd();
+      r[i]                 = n > 0 ? simd::load_upto8(v[i] + e, static_cast<unsigned>(n), end) : _mm512_setzero_pd();
       nonfinite |= simd::nonfinite_lanes(r[i], 0xff);
     }
     if (nonfinite) return false; // (values before e are rewritten by the caller)
@@ -596,7 +605,8 @@ template <typename S, typename Index>
 void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals, bool track, double &worst)
 {
   const std::int64_t k0 = q * kSliceRows, rows = std::min<std::int64_t>(kSliceRows, b.row_count() - k0);
-  S *out = vals + b.slice_offsets[q];
+  S *out            = vals + b.slice_offsets[q];
+  const double *end = csr.values + csr.rowptr[csr.nrows];
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
   const double *v[kSliceRows];
   std::int64_t len[kSliceRows];
@@ -606,11 +616,11 @@ void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals
     len[i]                 = i < rows ? csr.rowptr[row + 1] - csr.rowptr[row] : 0;
   }
   const std::int64_t width = (b.slice_offsets[q + 1] - b.slice_offsets[q]) / kSliceRows;
-  if (encode_slice(v, len, width, out, track, worst)) return;
+  if (encode_slice(v, len, end, width, out, track, worst)) return;
 #endif
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::int64_t row = b.row(k0 + i), start = csr.rowptr[row];
-    encode_row(csr.values + start, csr.rowptr[row + 1] - start, out + i, kSliceRows, track, worst);
+    encode_row(csr.values + start, csr.rowptr[row + 1] - start, end, out + i, kSliceRows, track, worst);
   }
 }
 
@@ -632,6 +642,7 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
                   [[maybe_unused]] int threads)
 {
   S *vals            = b.values.as<S>();
+  const double *end  = csr.values + csr.rowptr[csr.nrows];
   const bool by_node = b.node_layout(), by_slice = b.sliced();
   const std::int64_t count         = by_node    ? static_cast<std::int64_t>(b.nodes.size())
                                      : by_slice ? b.slice_count()
@@ -650,7 +661,7 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
           stopped.store(true, std::memory_order_relaxed);
           break;
         }
-        encode_row(csr.values + csr.rowptr[row0 + r], nd.length, vals + nd.values + r, nd.rows, track, w);
+        encode_row(csr.values + csr.rowptr[row0 + r], nd.length, end, vals + nd.values + r, nd.rows, track, w);
       }
     } else if (by_slice) { // the slice's rows are asked first, then written together
       bool keep = true;
@@ -665,7 +676,7 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
       if (!keep_row(row))
         stopped.store(true, std::memory_order_relaxed);
       else
-        encode_row(csr.values + start, n, vals + b.value_index(i, 0, start), b.value_stride(i), track, w);
+        encode_row(csr.values + start, n, end, vals + b.value_index(i, 0, start), b.value_stride(i), track, w);
     }
   }
   worst = w;

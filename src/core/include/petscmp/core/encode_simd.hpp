@@ -33,6 +33,15 @@ inline __m512d load_upto8(const double *v, unsigned n)
 {
   return n == 8 ? _mm512_loadu_pd(v) : _mm512_maskz_loadu_pd(first_lanes(n), v);
 }
+// The same, where the array goes on to `end`: when 8 values from v lie before
+// end, a plain load and a zeroing of the lanes past n (short rows, such as a
+// stencil's 7 values, would otherwise take a masked load each).
+inline __m512d load_upto8(const double *v, unsigned n, const double *end)
+{
+  if (n == 8) return _mm512_loadu_pd(v);
+  if (end - v >= 8) return _mm512_maskz_mov_pd(first_lanes(n), _mm512_loadu_pd(v));
+  return _mm512_maskz_loadu_pd(first_lanes(n), v);
+}
 
 // fp32_round_to_odd of 8 finite doubles, as bits.
 inline __m256i round_to_odd8(__m512d v)
