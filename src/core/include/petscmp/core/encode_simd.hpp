@@ -34,12 +34,15 @@ inline __m512d load_upto8(const double *v, unsigned n)
   return n == 8 ? _mm512_loadu_pd(v) : _mm512_maskz_loadu_pd(first_lanes(n), v);
 }
 // The same, where the array goes on to `end`: when 8 values from v lie before
-// end, a plain load and a zeroing of the lanes past n (short rows, such as a
-// stencil's 7 values, would otherwise take a masked load each).
+// end, a plain load and an AND that zeroes the lanes past n (short rows, such
+// as a stencil's 7 values, would otherwise take a masked load each). Not
+// maskz_mov: GCC folds a zero-masking move of a load back into a masked load.
 inline __m512d load_upto8(const double *v, unsigned n, const double *end)
 {
   if (n == 8) return _mm512_loadu_pd(v);
-  if (end - v >= 8) return _mm512_maskz_mov_pd(first_lanes(n), _mm512_loadu_pd(v));
+  if (end - v >= 8)
+    return _mm512_castsi512_pd(
+        _mm512_and_si512(_mm512_castpd_si512(_mm512_loadu_pd(v)), _mm512_movm_epi64(first_lanes(n))));
   return _mm512_maskz_loadu_pd(first_lanes(n), v);
 }
 
