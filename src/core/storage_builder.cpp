@@ -129,7 +129,7 @@ struct ExactIn {
     if (fp16) fp16 = double_bits(decode(encode_as<fp16_t>(v))) == double_bits(v);
   }
   // add() of n <= 8 consecutive values, 8 at once where AVX-512 is there
-  void add_upto8(const double *v, unsigned n, const double *end)
+  void add_upto8(const double *v, unsigned n, [[maybe_unused]] const double *end)
   {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
     const __mmask8 m = first_lanes(n);
@@ -151,7 +151,6 @@ struct ExactIn {
       return;
     }
 #endif
-    (void)end;
     for (unsigned i = 0; i < n && any(); ++i)
       add(v[i]);
   }
@@ -329,6 +328,14 @@ void shape_grouped(const CsrView<Index> &csr, const std::vector<Format> &formats
   out.all_rows_covered = false;
 }
 
+inline std::int64_t shifted_slice_count(const RowBlock &b)
+{
+  std::int64_t count = 0;
+  for (std::int64_t q = 0; q < b.slice_count(); ++q)
+    count += b.shifted_slice(q);
+  return count;
+}
+
 // Bytes of indices a product reads for one block: the master's columns and
 // row pointers (CSR order, plus the row list and offsets when grouped), or
 // the slices' own columns, row lengths and offsets (sliced).
@@ -337,9 +344,7 @@ template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
   const std::int64_t rows = b.row_count(), list = b.grouped() ? rows * 4 : 0;
   if (b.node_layout()) return static_cast<std::int64_t>(b.nodes.size() * sizeof(NodeInfo) + b.node_cols.size()) + list;
   if (b.sliced()) { // a shifted slice's row lengths are not read (one length, no padding)
-    std::int64_t gathered = 0;
-    for (std::int64_t q = 0; q < b.slice_count(); ++q)
-      gathered += !b.shifted_slice(q);
+    const std::int64_t gathered = b.slice_count() - shifted_slice_count(b);
     return static_cast<std::int64_t>(b.cols.size()) * 4 + gathered * kSliceRows * 4 + (b.slice_count() + 1) * 16 + list;
   }
   if (b.grouped()) return static_cast<std::int64_t>(sizeof(Index)) * b.nnz + rows * (4 + 8 + 2 * sizeof(Index));
@@ -835,8 +840,7 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threa
     fs.nnz += b.nnz;
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
-    for (std::int64_t q = 0; q < b.slice_count(); ++q)
-      out.stats.shifted_rows += b.shifted_slice(q) ? kSliceRows : 0;
+    out.stats.shifted_rows += shifted_slice_count(b) * kSliceRows;
     if (b.node_layout()) count_nodes(b, out.stats);
     // a node block's padding is never read as values
     out.stats.value_bytes += b.node_layout() ? b.nnz * static_cast<std::int64_t>(format_bytes(b.format))

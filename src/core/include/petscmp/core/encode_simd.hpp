@@ -26,17 +26,12 @@ inline __mmask8 nonfinite_lanes(__m512d v, __mmask8 m)
   return _mm512_mask_cmpeq_epi64_mask(m, _mm512_and_si512(_mm512_castpd_si512(v), exponent), exponent);
 }
 
-// n <= 8 values (lanes past n are 0). A full chunk takes a plain load: a
-// masked load that straddles cache lines is several times slower on AMD Zen 5,
-// and rows start anywhere.
-inline __m512d load_upto8(const double *v, unsigned n)
-{
-  return n == 8 ? _mm512_loadu_pd(v) : _mm512_maskz_loadu_pd(first_lanes(n), v);
-}
-// The same, where the array goes on to `end`: when 8 values from v lie before
-// end, a plain load and an AND that zeroes the lanes past n (short rows, such
-// as a stencil's 7 values, would otherwise take a masked load each). Not
-// maskz_mov: GCC folds a zero-masking move of a load back into a masked load.
+// n <= 8 values from v (lanes past n are 0), in an array that ends at `end`.
+// A masked load that straddles cache lines is several times slower on AMD Zen
+// 5, and rows start anywhere: a full chunk takes a plain load, and so does a
+// short one (a stencil's 7 values) where 8 values from v lie before end, its
+// lanes past n zeroed by an AND. Not maskz_mov: GCC folds a zero-masking move
+// of a load back into a masked load.
 inline __m512d load_upto8(const double *v, unsigned n, const double *end)
 {
   if (n == 8) return _mm512_loadu_pd(v);
