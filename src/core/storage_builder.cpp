@@ -1,5 +1,6 @@
 // The storage builder: the only place where formats are chosen.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -486,58 +487,109 @@ inline void note_change(double v, double r, double &worst)
   worst = std::max(worst, relative_change(v, r));
 }
 
-#if defined(PETSCMP_HAVE_AVX512_DECODE)
-// note_change for the lanes of m, 8 at once; lanes whose change may exceed
-// worst (rare once the largest is seen) go through note_change.
-inline void note_changes8(__m512d v, __m512d r, __mmask8 m, double &worst)
-{
-  const __mmask8 changed = _mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(v), _mm512_castpd_si512(r));
-  if (!changed) return;
-  const __m512d bound   = _mm512_mul_pd(_mm512_set1_pd(worst), _mm512_abs_pd(v));
-  const unsigned beyond = changed & ~_mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(r, v)), bound, _CMP_LE_OQ);
-  if (!beyond) return;
-  alignas(64) double vs[8], rs[8];
-  _mm512_store_pd(vs, v);
-  _mm512_store_pd(rs, r);
-  for (int i = 0; i < 8; ++i)
-    if ((beyond >> i) & 1u) note_change(vs[i], rs[i], worst);
-}
-#endif
+// The values a uniform lossy format holds within its unit roundoff without a
+// closer look: its normal range (and 0). The value-only refill checks this
+// range while it encodes, and asks for a row's exact format only when a value
+// falls outside.
+struct ValueRange {
+  double lo, hi;
+};
 
-// Encodes n values of a row to out[0], out[stride], ...; the largest relative
-// change is tracked only for lossy modes (lossless rows are exact by choice).
-template <typename S>
-void encode_row_scalar(const double *v, std::int64_t n, S *out, std::int64_t stride, bool track, double &worst)
+// The writing of one unit (a row, a slice or a node): what is checked while
+// its values are encoded, and what was seen.
+struct UnitWrite {
+  bool track              = false;   // lossy mode: the largest relative change is kept
+  double worst            = 0.0;     // the largest relative change so far
+  const ValueRange *range = nullptr; // when set, values outside it are reported
+  bool outside            = false;   // a value lay outside range (or was Inf/NaN)
+  bool recheck            = false;   // a value may have changed by more than worst: see retrack_row
+};
+
+// Encodes n values of a row to out[0], out[stride], ... value by value.
+template <typename S> void encode_row_scalar(const double *v, std::int64_t n, S *out, std::int64_t stride, UnitWrite &u)
 {
-  if (!track) {
-    for (std::int64_t e = 0; e < n; ++e)
-      out[e * stride] = encode_as<S>(v[e]);
-    return;
-  }
   for (std::int64_t e = 0; e < n; ++e) {
     const S s       = encode_as<S>(v[e]);
     out[e * stride] = s;
-    note_change(v[e], decode(s), worst);
+    if (u.track) note_change(v[e], decode(s), u.worst);
   }
+  u.outside = true; // (the caller's range is not tested here)
 }
 
-// end: the end of the array v lies in (what may be read past the row).
+// The exact tracking of a row's changes, after the 8-wide test (may_exceed8)
+// saw one that may exceed worst: rare once the largest change has been seen.
+template <typename S> void retrack_row(const double *v, std::int64_t n, double &worst)
+{
+  for (std::int64_t e = 0; e < n; ++e)
+    note_change(v[e], decode(encode_as<S>(v[e])), worst);
+}
+
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// Lanes of m whose change from v to its stored value r may exceed worst: the
+// test of note_change, 8 at once and without a branch (a branch per 8 values
+// on the mask made the tracking a third of a bf16 refill).
+__attribute__((always_inline)) inline __mmask8 may_exceed8(__m512d v, __m512d r, __mmask8 m, __m512d worst)
+{
+  const __m512d bound = _mm512_mul_pd(worst, _mm512_abs_pd(v));
+  return _mm512_mask_cmp_pd_mask(m, _mm512_abs_pd(_mm512_sub_pd(r, v)), bound, _CMP_GT_OQ);
+}
+
+// The 8-wide encoding of one unit: each register of values is tested (range,
+// change) and encoded; the lanes the tests flag are collected and reported to
+// the unit when the encoder goes.
+template <typename S> class Encoder8 {
+public:
+  explicit Encoder8(UnitWrite &unit)
+      : u_(unit), worst_(_mm512_set1_pd(unit.worst)), lo_(_mm512_set1_pd(unit.range ? unit.range->lo : 0.0)),
+        hi_(_mm512_set1_pd(unit.range ? unit.range->hi : 0.0))
+  {
+  }
+  Encoder8(const Encoder8 &)            = delete;
+  Encoder8 &operator=(const Encoder8 &) = delete;
+  ~Encoder8()
+  {
+    u_.outside = u_.outside || outside_ != 0;
+    u_.recheck = u_.recheck || beyond_ != 0;
+  }
+  // the stored form of the lanes m of x (finite values)
+  __attribute__((always_inline)) simd::Encoded8<S> operator()(__m512d x, __mmask8 m)
+  {
+    if (u_.range) {
+      const __m512d a     = _mm512_abs_pd(x);
+      const __mmask8 kept = (_mm512_cmp_pd_mask(a, lo_, _CMP_GE_OQ) & _mm512_cmp_pd_mask(a, hi_, _CMP_LE_OQ)) |
+                            _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_EQ_OQ);
+      outside_ |= m & static_cast<__mmask8>(~kept);
+    }
+    const simd::Encoded8<S> enc = simd::encode8_as<S>(x);
+    if (u_.track) beyond_ |= may_exceed8(x, enc.decoded(), m, worst_);
+    return enc;
+  }
+
+private:
+  UnitWrite &u_;
+  const __m512d worst_, lo_, hi_;
+  __mmask8 outside_ = 0, beyond_ = 0;
+};
+#endif
+
+// Encodes n values of a row to out[0], out[stride], ...; end: the end of the
+// array v lies in (what may be read past the row).
 template <typename S>
 void encode_row(const double *v, std::int64_t n, [[maybe_unused]] const double *end, S *out, std::int64_t stride,
-                bool track, double &worst)
+                UnitWrite &u)
 {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
+  Encoder8<S> encode(u);
   alignas(64) S chunk[8];
   for (std::int64_t e = 0; e < n; e += 8) {
     const unsigned count = static_cast<unsigned>(std::min<std::int64_t>(8, n - e));
     const __mmask8 m     = first_lanes(count);
     const __m512d x      = simd::load_upto8(v + e, count, end);
     if (simd::nonfinite_lanes(x, m)) { // Inf/NaN: the scalar encoders' payload rules
-      encode_row_scalar(v + e, count, out + e * stride, stride, track, worst);
+      encode_row_scalar(v + e, count, out + e * stride, stride, u);
       continue;
     }
-    const simd::Encoded8<S> enc = simd::encode8_as<S>(x);
-    if (track) note_changes8(x, enc.decoded(), m, worst);
+    const simd::Encoded8<S> enc = encode(x, m);
     if (stride == 1)
       enc.store(out + e, m);
     else {
@@ -547,7 +599,7 @@ void encode_row(const double *v, std::int64_t n, [[maybe_unused]] const double *
     }
   }
 #else
-  encode_row_scalar(v, n, out, stride, track, worst);
+  encode_row_scalar(v, n, out, stride, u);
 #endif
 }
 
@@ -579,35 +631,139 @@ inline void transpose8x8(__m512d r[8])
 // values are transposed in registers, so that each register holds one entry of
 // the 8 rows and is encoded and stored with one plain store (encode_row writes
 // each row's values one by one, 8 apart). Lanes past a row's end encode 0, the
-// padding's value. False, with nothing written, when a value is Inf or NaN:
-// the caller then writes the rows one by one (the scalar encoders' rules).
+// padding's value (inside any range, no change). False, with nothing
+// reported, when a value is Inf or NaN: the caller then writes the rows one by
+// one (the scalar encoders' rules).
 template <typename S>
 bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], const double *end,
-                  std::int64_t width, S *out, bool track, double &worst)
+                  std::int64_t width, S *out, UnitWrite &u)
 {
-  for (std::int64_t e = 0; e < width; e += 8) {
-    __m512d r[8];
-    __mmask8 nonfinite = 0;
-    for (int i = 0; i < kSliceRows; ++i) {
-      const std::int64_t n = std::clamp<std::int64_t>(len[i] - e, 0, 8);
-      r[i]                 = n > 0 ? simd::load_upto8(v[i] + e, static_cast<unsigned>(n), end) : _mm512_setzero_pd();
-      nonfinite |= simd::nonfinite_lanes(r[i], 0xff);
-    }
-    if (nonfinite) return false; // (values before e are rewritten by the caller)
-    transpose8x8(r);
-    for (int j = 0; j < 8 && e + j < width; ++j) {
-      const simd::Encoded8<S> enc = simd::encode8_as<S>(r[j]);
-      if (track) note_changes8(r[j], enc.decoded(), 0xff, worst); // padding lanes are 0: no change
-      enc.store_all(out + (e + j) * kSliceRows);
+  UnitWrite seen = u; // reported only when every value was finite
+  {
+    Encoder8<S> encode(seen);
+    for (std::int64_t e = 0; e < width; e += 8) {
+      __m512d r[8];
+      __mmask8 nonfinite = 0;
+      for (int i = 0; i < kSliceRows; ++i) {
+        const std::int64_t n = std::clamp<std::int64_t>(len[i] - e, 0, 8);
+        r[i]                 = n > 0 ? simd::load_upto8(v[i] + e, static_cast<unsigned>(n), end) : _mm512_setzero_pd();
+        nonfinite |= simd::nonfinite_lanes(r[i], 0xff);
+      }
+      if (nonfinite) return false; // (values before e are rewritten by the caller)
+      transpose8x8(r);
+      for (int j = 0; j < 8 && e + j < width; ++j)
+        encode(r[j], 0xff).store_all(out + (e + j) * kSliceRows);
     }
   }
+  u = seen;
   return true;
+}
+
+// A node's values are stored entry by entry, the node's rows side by side:
+// flat position p of a chunk of 8 entries holds entry p / R of row p % R.
+// Output register j of the chunk takes lane l (p = 8j + l) from the register of
+// row p % R (one merge-masked permute per row) at entry p / R.
+struct NodeInterleave {
+  __m512i entry[kMaxNodeRows];
+  __mmask8 from_row[kMaxNodeRows][kMaxNodeRows]; // [j][r]
+};
+
+const NodeInterleave &node_interleave(int rows)
+{
+  static const std::array<NodeInterleave, kMaxNodeRows + 1> tables = [] {
+    std::array<NodeInterleave, kMaxNodeRows + 1> t{};
+    for (int R = 1; R <= kMaxNodeRows; ++R)
+      for (int j = 0; j < R; ++j) {
+        alignas(64) std::int64_t entry[8];
+        for (int l = 0; l < 8; ++l) {
+          const int p = 8 * j + l;
+          entry[l]    = p / R;
+          t[R].from_row[j][p % R] |= static_cast<__mmask8>(1u << l);
+        }
+        t[R].entry[j] = _mm512_load_si512(entry);
+      }
+    return t;
+  }();
+  return tables[rows];
+}
+
+// The values of a node of R rows (row r's values at v[r], `length` each) into
+// out in the node's interleaved order, 8 entries of every row at a time: the
+// rows' registers are interleaved, then encoded and stored contiguously (not 8
+// scattered stores per register). Inf/NaN take the scalar encoders.
+template <typename S, int R>
+void encode_node(const double *const v[kMaxNodeRows], std::int64_t length, const double *end, S *out, UnitWrite &u)
+{
+  const NodeInterleave &t = node_interleave(R);
+  // The node reads R short streams side by side, which the hardware prefetcher
+  // does not follow (a third slower); the values of the next node (usually
+  // next in memory) are prefetched at the rate this node's are read.
+  const char *ahead = reinterpret_cast<const char *>(v[0] + R * length);
+  Encoder8<S> encode(u);
+  for (std::int64_t e = 0; e < length; e += 8) {
+    for (int r = 0; r < R; ++r)
+      _mm_prefetch(ahead + (e * R + 8 * r) * sizeof(double), _MM_HINT_T0);
+    const unsigned count = static_cast<unsigned>(std::min<std::int64_t>(8, length - e));
+    __m512d in[R];
+    __mmask8 nonfinite = 0;
+    for (int r = 0; r < R; ++r) {
+      in[r] = simd::load_upto8(v[r] + e, count, end);
+      nonfinite |= simd::nonfinite_lanes(in[r], 0xff);
+    }
+    S *chunk_out = out + e * R;
+    if (nonfinite) {
+      for (int r = 0; r < R; ++r)
+        encode_row_scalar(v[r] + e, count, chunk_out + r, R, u);
+      continue;
+    }
+    const unsigned total = R * count;
+    for (int j = 0; j < R && 8u * j < total; ++j) {
+      __m512d x = R == 1 ? in[0] : _mm512_setzero_pd();
+      if (R > 1)
+        for (int r = 0; r < R; ++r)
+          x = _mm512_mask_permutexvar_pd(x, t.from_row[j][r], t.entry[j], in[r]);
+      const unsigned n            = std::min(8u, total - 8u * j);
+      const simd::Encoded8<S> enc = encode(x, first_lanes(n));
+      if (n == 8)
+        enc.store_all(chunk_out + 8 * j);
+      else { // not past the node (another thread may own the next one); no masked store (slow on Zen 5)
+        alignas(64) S part[8];
+        enc.store_all(part);
+        std::memcpy(chunk_out + 8 * j, part, n * sizeof(S));
+      }
+    }
+  }
+}
+
+template <typename S>
+void encode_node(const double *const v[kMaxNodeRows], int rows, std::int64_t length, const double *end, S *out,
+                 UnitWrite &u)
+{
+  static_assert(kMaxNodeRows == 8, "one case per node size");
+  switch (rows) {
+  case 1:
+    return encode_node<S, 1>(v, length, end, out, u);
+  case 2:
+    return encode_node<S, 2>(v, length, end, out, u);
+  case 3:
+    return encode_node<S, 3>(v, length, end, out, u);
+  case 4:
+    return encode_node<S, 4>(v, length, end, out, u);
+  case 5:
+    return encode_node<S, 5>(v, length, end, out, u);
+  case 6:
+    return encode_node<S, 6>(v, length, end, out, u);
+  case 7:
+    return encode_node<S, 7>(v, length, end, out, u);
+  default:
+    return encode_node<S, 8>(v, length, end, out, u);
+  }
 }
 #endif
 
 // Slice q of a sliced block: its rows' values, entry by entry.
 template <typename S, typename Index>
-void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals, bool track, double &worst)
+void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals, UnitWrite &u)
 {
   const std::int64_t k0 = q * kSliceRows, rows = std::min<std::int64_t>(kSliceRows, b.row_count() - k0);
   S *out            = vals + b.slice_offsets[q];
@@ -621,12 +777,28 @@ void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals
     len[i]                 = i < rows ? csr.rowptr[row + 1] - csr.rowptr[row] : 0;
   }
   const std::int64_t width = (b.slice_offsets[q + 1] - b.slice_offsets[q]) / kSliceRows;
-  if (encode_slice(v, len, end, width, out, track, worst)) return;
+  if (encode_slice(v, len, end, width, out, u)) return;
 #endif
   for (std::int64_t i = 0; i < rows; ++i) {
     const std::int64_t row = b.row(k0 + i), start = csr.rowptr[row];
-    encode_row(csr.values + start, csr.rowptr[row + 1] - start, end, out + i, kSliceRows, track, worst);
+    encode_row(csr.values + start, csr.rowptr[row + 1] - start, end, out + i, kSliceRows, u);
   }
+}
+
+// The values of node nd (its first row: row0) in the node's interleaved order.
+template <typename S, typename Index>
+void write_node(const CsrView<Index> &csr, const NodeInfo &nd, std::int64_t row0, S *vals,
+                [[maybe_unused]] const double *end, UnitWrite &u)
+{
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  const double *v[kMaxNodeRows];
+  for (int r = 0; r < nd.rows; ++r)
+    v[r] = csr.values + csr.rowptr[row0 + r];
+  encode_node(v, nd.rows, nd.length, end, vals + nd.values, u);
+#else
+  for (int r = 0; r < nd.rows; ++r)
+    encode_row(csr.values + csr.rowptr[row0 + r], nd.length, end, vals + nd.values + r, nd.rows, u);
+#endif
 }
 
 // Fewer nodes or rows than this in a block are written by one thread (a team
@@ -637,15 +809,24 @@ constexpr std::int64_t kMinParallelItems = 512;
 // whose indices and shape are already in place; the padding of slices and
 // nodes is not touched (a slice's padding may be rewritten with its value, 0).
 // Shared by the full build and the value-only refill.
-// keep_row(row) is asked before each row is written (the value-only refill
-// checks the row's format there, while its values come into cache); false
-// stops the writing and is returned. With threads > 1 the nodes (or rows) are
-// shared among OpenMP threads: each writes its own values, so the bytes and
-// the largest change are those of one thread.
+// keep_row(row) confirms a row's format (the value-only refill; the full
+// build keeps every row); false stops the writing and is returned. Without
+// range it is asked before each row is written. With range (the block's format
+// is the uniform mode's own) the check is fused with the encoding: each node,
+// slice or row is written while its values are tested against the range, and
+// keep_row is asked only for rows of a unit with a value outside it (rare: the
+// row may still hold that value within roundoff, a subnormal say).
+// With threads > 1 the nodes (or rows) are shared among OpenMP threads: each
+// writes its own values, so the bytes and the largest change are those of one
+// thread.
 template <typename S, typename Index, typename KeepRow>
 bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row,
-                  [[maybe_unused]] int threads)
+                  [[maybe_unused]] int threads, const ValueRange *range = nullptr)
 {
+#if !defined(PETSCMP_HAVE_AVX512_DECODE)
+  range = nullptr; // the portable encoders do not test values as they go
+#endif
+  const bool fused   = range != nullptr;
   S *vals            = b.values.as<S>();
   const double *end  = csr.values + csr.rowptr[csr.nrows];
   const bool by_node = b.node_layout(), by_slice = b.sliced();
@@ -658,31 +839,49 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
   PETSCMP_OMP(omp parallel for num_threads(threads) if (team) schedule(static) reduction(max : w))
   for (std::int64_t i = 0; i < count; ++i) {
     if (stopped.load(std::memory_order_relaxed)) continue;
-    if (by_node) { // entry e of the node's rows side by side, then e + 1
-      const NodeInfo &nd      = b.nodes[static_cast<std::size_t>(i)];
-      const std::int64_t row0 = b.row(nd.first);
-      for (int r = 0; r < nd.rows; ++r) {
-        if (!keep_row(row0 + r)) {
-          stopped.store(true, std::memory_order_relaxed);
-          break;
-        }
-        encode_row(csr.values + csr.rowptr[row0 + r], nd.length, end, vals + nd.values + r, nd.rows, track, w);
-      }
-    } else if (by_slice) { // the slice's rows are asked first, then written together
-      bool keep = true;
-      for (std::int64_t k = i * kSliceRows; keep && k < std::min(b.row_count(), (i + 1) * kSliceRows); ++k)
-        keep = keep_row(b.row(k));
-      if (!keep)
-        stopped.store(true, std::memory_order_relaxed);
-      else
-        write_slice<S>(csr, b, i, vals, track, w);
-    } else {
-      const std::int64_t row = b.row(i), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
-      if (!keep_row(row))
-        stopped.store(true, std::memory_order_relaxed);
-      else
-        encode_row(csr.values + start, n, end, vals + b.value_index(i, 0, start), b.value_stride(i), track, w);
+    // the unit's rows: block rows [k0, k1), or the node's consecutive matrix rows
+    std::int64_t k0 = i, k1 = i + 1, row0 = 0;
+    const NodeInfo *nd = nullptr;
+    if (by_node) {
+      nd   = &b.nodes[static_cast<std::size_t>(i)];
+      row0 = b.row(nd->first);
+    } else if (by_slice) {
+      k0 = i * kSliceRows;
+      k1 = std::min(b.row_count(), k0 + kSliceRows);
     }
+    const auto unit_rows = [&](auto visit) { // visit(row) for each row of the unit, until one returns false
+      if (nd) {
+        for (int r = 0; r < nd->rows; ++r)
+          if (!visit(row0 + r)) return false;
+      } else
+        for (std::int64_t k = k0; k < k1; ++k)
+          if (!visit(b.row(k))) return false;
+      return true;
+    };
+    if (!fused && !unit_rows(keep_row)) {
+      stopped.store(true, std::memory_order_relaxed);
+      continue;
+    }
+    UnitWrite u;
+    u.track = track;
+    u.worst = w;
+    u.range = range;
+    if (nd) // entry e of the node's rows side by side, then e + 1
+      write_node<S>(csr, *nd, row0, vals, end, u);
+    else if (by_slice)
+      write_slice<S>(csr, b, i, vals, u);
+    else {
+      const std::int64_t row = b.row(i), start = csr.rowptr[row];
+      encode_row(csr.values + start, csr.rowptr[row + 1] - start, end, vals + b.value_index(i, 0, start),
+                 b.value_stride(i), u);
+    }
+    if (u.recheck)
+      unit_rows([&](std::int64_t row) {
+        retrack_row<S>(csr.values + csr.rowptr[row], csr.rowptr[row + 1] - csr.rowptr[row], u.worst);
+        return true;
+      });
+    w = std::max(w, u.worst);
+    if (fused && u.outside && !unit_rows(keep_row)) stopped.store(true, std::memory_order_relaxed);
   }
   worst = w;
   return !stopped.load();
@@ -1019,11 +1218,16 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
 // The values of every block, each row written after format_of(row) confirmed
 // its block's format. An empty row may sit in a block of any format (runs
 // absorb empty rows), so only rows with values are asked.
+// fused: format_of(row) is the row's format in csr alone (not a list made from
+// several parts), so a block in the uniform mode's own format may test the
+// values' range while writing them (write_values).
 template <typename Index, typename FormatOf>
-bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, FormatOf format_of)
+bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, FormatOf format_of,
+                    bool fused)
 {
   check_build_options(opts);
-  const bool track = storage_mode_is_lossy(opts.mode);
+  const bool track     = storage_mode_is_lossy(opts.mode);
+  const Format uniform = uniform_format(opts.mode);
   for (FormatStats &fs : copy.stats.per_format)
     fs.max_relative_error = 0.0;
   for (RowBlock &b : copy.blocks) {
@@ -1031,8 +1235,11 @@ bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, Compa
     const auto keep = [&](std::int64_t row) {
       return csr.rowptr[row + 1] == csr.rowptr[row] || format_of(row) == b.format;
     };
-    const bool kept = dispatch_format(b.format, [&](auto tag) {
-      return write_values<typename decltype(tag)::type>(csr, b, track, fs.max_relative_error, keep, opts.threads);
+    const ValueRange range{min_normal(b.format), max_finite(b.format)};
+    const bool in_range_decides = fused && b.format == uniform && uniform != Format::fp64;
+    const bool kept             = dispatch_format(b.format, [&](auto tag) {
+      return write_values<typename decltype(tag)::type>(csr, b, track, fs.max_relative_error, keep, opts.threads,
+                                                        in_range_decides ? &range : nullptr);
     });
     if (!kept) return false;
   }
@@ -1045,7 +1252,8 @@ bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> 
 {
   check_view(csr);
   if (!layout_reusable(csr, opts, copy) || static_cast<Index>(row_formats.size()) != csr.nrows) return false;
-  return rewrite_values(csr, opts, copy, [&](std::int64_t row) { return row_formats[static_cast<std::size_t>(row)]; });
+  return rewrite_values(
+      csr, opts, copy, [&](std::int64_t row) { return row_formats[static_cast<std::size_t>(row)]; }, false);
 }
 
 template <typename Index>
@@ -1055,9 +1263,9 @@ bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts
   check_options(opts);
   if (!layout_reusable(csr, opts, copy) || opts.mode == StorageMode::rowsplit) return false;
   const std::vector<CsrView<Index>> parts{csr};
-  return rewrite_values(csr, opts, copy, [&](std::int64_t row) {
-    return row_format(RowValues<Index>(parts, static_cast<Index>(row)), opts, 0.0);
-  });
+  return rewrite_values(
+      csr, opts, copy,
+      [&](std::int64_t row) { return row_format(RowValues<Index>(parts, static_cast<Index>(row)), opts, 0.0); }, true);
 }
 
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts)

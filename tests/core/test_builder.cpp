@@ -1280,6 +1280,39 @@ TYPED_TEST(BuilderTest, ValueOnlyRefillEqualsFreshBuild)
     }
 }
 
+// The value-only refill of a uniform mode tests each value against the
+// format's normal range while it encodes, and looks closer only at rows with a
+// value outside it: such a row keeps its format when the value is stored
+// exactly (a subnormal of the format) and loses it otherwise, in every layout.
+TYPED_TEST(BuilderTest, FusedRefillLooksCloserOutsideTheNormalRange)
+{
+  std::mt19937_64 rng(11);
+  for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
+    for (StorageMode mode : {StorageMode::fp16, StorageMode::bf16, StorageMode::fp32}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout));
+      TestCsr<TypeParam> m      = node_matrix<TypeParam>(rng, 300);
+      const StorageOptions opts = with_mode(mode, layout);
+      const Format f            = mode == StorageMode::fp16   ? Format::fp16
+                                  : mode == StorageMode::bf16 ? Format::bf16
+                                                              : Format::fp32;
+      CompactCsr copy           = build_compact_csr(m.view(), opts);
+      const auto formats        = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+      TypeParam row             = m.nrows / 2; // a row in the mode's own format, past the middle
+      while (row < m.nrows && (formats[row] != f || m.row_len(row) < 3))
+        ++row;
+      ASSERT_LT(row, m.nrows);
+      const std::size_t k = static_cast<std::size_t>(m.rowptr[row] + 2);
+      m.vals[k]           = -min_normal(f) / 16; // a power of two below the normal range: exact in f
+      ASSERT_EQ(classify_conversion(f, m.vals[k]), Conversion::exact);
+      ASSERT_TRUE(refill_compact_values(m.view(), opts, copy));
+      check_compact(copy, m, formats);
+      expect_same_copy(copy, build_compact_csr(m.view(), opts));
+      m.vals[k] = min_normal(f) * 0.3 + min_normal(f) * 0x1p-20; // below the range, not exact in f
+      EXPECT_FALSE(refill_compact_values(m.view(), opts, copy));
+      EXPECT_NE(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts)[row], f);
+    }
+}
+
 // Values written by several OpenMP threads (StorageOptions::threads): the same
 // bytes and statistics as one thread, for a build, a refill and a refused
 // refill. Blocks of 4000 rows: more nodes and rows than one thread's minimum.
