@@ -416,27 +416,48 @@ template <typename Index> int node_rows_at(const CsrView<Index> &csr, const RowB
   return s;
 }
 
-// How many nodes find_nodes would make, without making them (a matrix without
-// nodes, a stencil, would otherwise get a 40-byte node per row, only to drop it).
-template <typename Index> std::int64_t node_count(const CsrView<Index> &csr, const RowBlock &b)
-{
+// The sizes of the nodes find_nodes would make, without making them (a matrix
+// without nodes, a stencil, would otherwise get a 40-byte node per row, only
+// to drop it). Counting stops once there are more than `limit` nodes (the
+// automatic layout then takes none). The sizes are kept, for find_nodes, where
+// the first rows show nodes; else (a stencil) only counted.
+struct NodeSizes {
   std::int64_t count = 0;
-  for (std::int64_t k = 0; k < b.row_count(); k += node_rows_at(csr, b, k))
-    ++count;
-  return count;
+  std::vector<std::uint8_t> sizes; // empty: not kept
+};
+
+template <typename Index> NodeSizes node_sizes(const CsrView<Index> &csr, const RowBlock &b, std::int64_t limit)
+{
+  constexpr std::int64_t kProbeRows = 4096;
+  NodeSizes ns;
+  bool keep = true;
+  for (std::int64_t k = 0; k < b.row_count() && ns.count <= limit;) {
+    const int s = node_rows_at(csr, b, k);
+    if (keep) ns.sizes.push_back(static_cast<std::uint8_t>(s));
+    ++ns.count;
+    k += s;
+    if (keep && k >= kProbeRows && kMinNodeRows * static_cast<double>(ns.count) > k) {
+      keep     = false;
+      ns.sizes = std::vector<std::uint8_t>();
+    }
+  }
+  if (ns.count > limit) ns.sizes = std::vector<std::uint8_t>();
+  return ns;
 }
 
-// count: node_count(csr, b), so that the list is allocated once, at its size.
+// ns: node_sizes(csr, b, ...), so that the list is allocated once, at its
+// size, and the patterns are not compared again where the sizes were kept.
 template <typename Index>
-bool find_nodes(const CsrView<Index> &csr, const RowBlock &b, std::int64_t count, std::vector<NodeInfo> &nodes)
+bool find_nodes(const CsrView<Index> &csr, const RowBlock &b, const NodeSizes &ns, std::vector<NodeInfo> &nodes)
 {
   const std::int64_t nrows = b.row_count();
   std::int64_t values = 0, indices = 0;
   nodes.clear();
-  nodes.reserve(static_cast<std::size_t>(count)); // no reallocation (copies, fresh pages) while growing
+  nodes.reserve(static_cast<std::size_t>(ns.count)); // no reallocation (copies, fresh pages) while growing
+  const bool kept = static_cast<std::int64_t>(ns.sizes.size()) == ns.count;
   for (std::int64_t k = 0; k < nrows;) {
     const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
-    const int s = node_rows_at(csr, b, k);
+    const int s = kept ? ns.sizes[nodes.size()] : node_rows_at(csr, b, k);
     NodeInfo nd;
     nd.first  = k;
     nd.rows   = static_cast<std::uint8_t>(s);
@@ -801,6 +822,27 @@ void write_node(const CsrView<Index> &csr, const NodeInfo &nd, std::int64_t row0
 #endif
 }
 
+// Whether a row of csr alone (not of several parts) has format f in mode
+// opts.mode: the check of a value-only refill and of an optimistic build. An
+// empty row may sit in a block of any format (runs absorb empty rows).
+template <typename Index> class RowFormatCheck {
+public:
+  RowFormatCheck(const CsrView<Index> &csr, const StorageOptions &opts) : csr_(csr), opts_(opts), parts_{csr} {}
+  bool operator()(std::int64_t row, Format f) const
+  {
+    return csr_.rowptr[row + 1] == csr_.rowptr[row] ||
+           row_format(RowValues<Index>(parts_, static_cast<Index>(row)), opts_, 0.0) == f;
+  }
+  // the range that decides for the values of a block of format f without a
+  // closer look (the uniform mode's own format), or none
+  bool range_decides(Format f) const { return f == uniform_format(opts_.mode) && f != Format::fp64; }
+
+private:
+  const CsrView<Index> &csr_;
+  const StorageOptions &opts_;
+  const std::vector<CsrView<Index>> parts_;
+};
+
 // Fewer nodes or rows than this in a block are written by one thread (a team
 // costs a few microseconds to start).
 constexpr std::int64_t kMinParallelItems = 512;
@@ -949,8 +991,8 @@ template <typename S, typename Index> void shape_nodes(const CsrView<Index> &csr
 
 // Block b in its layout: memory from the pool, indices and padding, then the values.
 template <typename S, typename Index>
-void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceShape slices, RowBlock &b, bool track,
-                FormatStats &fs, BufferPool &pool, int threads)
+bool fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceShape slices, RowBlock &b, bool track,
+                FormatStats &fs, BufferPool &pool, int threads, const RowFormatCheck<Index> *check)
 {
   if (!nodes.empty() || !slices.empty()) { // CSR order keeps a grouped block's offsets
     b.value_offsets.clear();
@@ -973,7 +1015,11 @@ void fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceSha
   } else {
     pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
   }
-  write_values<S>(csr, b, track, fs.max_relative_error, any_row, threads);
+  if (!check) return write_values<S>(csr, b, track, fs.max_relative_error, any_row, threads);
+  const ValueRange range{min_normal(b.format), max_finite(b.format)};
+  return write_values<S>(
+      csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return (*check)(row, b.format); }, threads,
+      check->range_decides(b.format) ? &range : nullptr);
 }
 
 void count_nodes(const RowBlock &b, StorageStats &stats)
@@ -997,13 +1043,20 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
     nodes.swap(spare.back()); // a rebuild with the same blocks gets each block's own list back
     spare.pop_back();
   }
-  const std::int64_t count =
-      (layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0 ? 0 : node_count(csr, b);
-  if (count == 0 || (layout == Layout::automatic && kMinNodeRows * static_cast<double>(count) > b.row_count())) {
+  if ((layout != Layout::node && layout != Layout::automatic) || b.row_count() == 0) {
     nodes.clear();
     return nodes;
   }
-  if (!find_nodes(csr, b, count, nodes)) {
+  // automatic: nodes of kMinNodeRows rows on average, at most row_count / kMinNodeRows of them
+  const std::int64_t limit = layout == Layout::automatic
+                                 ? static_cast<std::int64_t>(static_cast<double>(b.row_count()) / kMinNodeRows)
+                                 : b.row_count();
+  const NodeSizes ns       = node_sizes(csr, b, limit);
+  if (ns.count > limit) {
+    nodes.clear();
+    return nodes;
+  }
+  if (!find_nodes(csr, b, ns, nodes)) {
     if (layout == Layout::node)
       throw StorageError("petscmp: the node layout stores 32-bit column indices; this block has 2^31 columns or more");
     nodes.clear();
@@ -1015,8 +1068,8 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
 // options allow them and padding is small), then the values, written once, and
 // the byte accounting.
 template <typename Index>
-void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threads, CompactCsr &out, BufferPool &pool,
-                 std::vector<std::vector<NodeInfo>> &spare_nodes)
+bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threads, CompactCsr &out, BufferPool &pool,
+                 std::vector<std::vector<NodeInfo>> &spare_nodes, const RowFormatCheck<Index> *check)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
   if (layout == Layout::sliced && !narrow_columns)
@@ -1030,10 +1083,11 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threa
       if (layout != Layout::sliced && slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();
     }
-    dispatch_format(b.format, [&](auto tag) {
+    const bool written = dispatch_format(b.format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      fill_block<S>(csr, std::move(nodes), std::move(slices), b, lossy, fs, pool, threads);
+      return fill_block<S>(csr, std::move(nodes), std::move(slices), b, lossy, fs, pool, threads, check);
     });
+    if (!written) return false;
     for (std::int64_t k = 0; k < b.row_count(); ++k)
       fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
     fs.nnz += b.nnz;
@@ -1046,6 +1100,7 @@ void fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threa
                                              : static_cast<std::int64_t>(b.values.size());
     out.stats.index_bytes += block_index_bytes<Index>(b);
   }
+  return true;
 }
 
 void check_options(const StorageOptions &opts)
@@ -1154,9 +1209,12 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
   return formats;
 }
 
+// The copy for these row formats; with check, each row's format is confirmed
+// as its values are written, and false is returned (out half written) at the
+// first row that has another.
 template <typename Index>
-CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
-                                const StorageOptions &opts, CompactCsr *recycle)
+bool assemble_copy(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts,
+                   CompactCsr *recycle, const RowFormatCheck<Index> *check, CompactCsr &out)
 {
   BufferPool pool;
   std::vector<std::vector<NodeInfo>> spare_nodes;
@@ -1174,7 +1232,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
   check_view(csr);
   if (static_cast<Index>(row_formats.size()) != csr.nrows) throw StorageError("petscmp: one format per row is needed");
   check_build_options(opts);
-  CompactCsr out;
+  out                  = CompactCsr();
   out.nrows            = csr.nrows;
   out.ncols            = csr.ncols;
   out.mode             = opts.mode;
@@ -1198,7 +1256,15 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
     shape_grouped(csr, row_formats, out);
   else
     shape_runs(csr, runs, out);
-  fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), opts.threads, out, pool, spare_nodes);
+  return fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), opts.threads, out, pool, spare_nodes, check);
+}
+
+template <typename Index>
+CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
+                                const StorageOptions &opts, CompactCsr *recycle)
+{
+  CompactCsr out;
+  assemble_copy<Index>(csr, row_formats, opts, recycle, nullptr, out);
   return out;
 }
 
@@ -1215,31 +1281,24 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
          copy.ncols == csr.ncols && copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
 }
 
-// The values of every block, each row written after format_of(row) confirmed
-// its block's format. An empty row may sit in a block of any format (runs
-// absorb empty rows), so only rows with values are asked.
-// fused: format_of(row) is the row's format in csr alone (not a list made from
-// several parts), so a block in the uniform mode's own format may test the
-// values' range while writing them (write_values).
-template <typename Index, typename FormatOf>
-bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, FormatOf format_of,
-                    bool fused)
+// The values of every block, each row written after keeps(row, f) confirmed
+// its block's format f (or, where range_decides(f), while it is written: see
+// write_values).
+template <typename Index, typename Keeps, typename RangeDecides>
+bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, Keeps keeps,
+                    RangeDecides range_decides)
 {
   check_build_options(opts);
-  const bool track     = storage_mode_is_lossy(opts.mode);
-  const Format uniform = uniform_format(opts.mode);
+  const bool track = storage_mode_is_lossy(opts.mode);
   for (FormatStats &fs : copy.stats.per_format)
     fs.max_relative_error = 0.0;
   for (RowBlock &b : copy.blocks) {
     FormatStats &fs = copy.stats.per_format[static_cast<int>(b.format)];
-    const auto keep = [&](std::int64_t row) {
-      return csr.rowptr[row + 1] == csr.rowptr[row] || format_of(row) == b.format;
-    };
     const ValueRange range{min_normal(b.format), max_finite(b.format)};
-    const bool in_range_decides = fused && b.format == uniform && uniform != Format::fp64;
-    const bool kept             = dispatch_format(b.format, [&](auto tag) {
-      return write_values<typename decltype(tag)::type>(csr, b, track, fs.max_relative_error, keep, opts.threads,
-                                                        in_range_decides ? &range : nullptr);
+    const bool kept = dispatch_format(b.format, [&](auto tag) {
+      return write_values<typename decltype(tag)::type>(
+          csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return keeps(row, b.format); }, opts.threads,
+          range_decides(b.format) ? &range : nullptr);
     });
     if (!kept) return false;
   }
@@ -1252,8 +1311,13 @@ bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> 
 {
   check_view(csr);
   if (!layout_reusable(csr, opts, copy) || static_cast<Index>(row_formats.size()) != csr.nrows) return false;
+  // (formats chosen from several parts: a part's values alone do not decide)
   return rewrite_values(
-      csr, opts, copy, [&](std::int64_t row) { return row_formats[static_cast<std::size_t>(row)]; }, false);
+      csr, opts, copy,
+      [&](std::int64_t row, Format f) {
+        return csr.rowptr[row + 1] == csr.rowptr[row] || row_formats[static_cast<std::size_t>(row)] == f;
+      },
+      [](Format) { return false; });
 }
 
 template <typename Index>
@@ -1262,10 +1326,8 @@ bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts
   check_view(csr);
   check_options(opts);
   if (!layout_reusable(csr, opts, copy) || opts.mode == StorageMode::rowsplit) return false;
-  const std::vector<CsrView<Index>> parts{csr};
-  return rewrite_values(
-      csr, opts, copy,
-      [&](std::int64_t row) { return row_format(RowValues<Index>(parts, static_cast<Index>(row)), opts, 0.0); }, true);
+  const RowFormatCheck<Index> check(csr, opts);
+  return rewrite_values(csr, opts, copy, check, [&](Format f) { return check.range_decides(f); });
 }
 
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts)
@@ -1322,10 +1384,26 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
   return out;
 }
 
+// A uniform lossy mode usually gives every row the mode's format. The build
+// then assumes so: it makes the layout for that, writes the values and checks
+// each row's format as it goes (the value-only refill's fused check), which
+// reads the values once instead of twice (once to choose the formats, once to
+// write them). At the first row that needs another format it starts again
+// from the chosen formats, in the memory of the attempt.
 template <typename Index>
 CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr *recycle)
 {
   if (opts.mode == StorageMode::entrysplit) return build_entry_split(csr, opts);
+  const Format uniform = uniform_format(opts.mode);
+  CompactCsr out;
+  if (uniform != Format::fp64) {
+    check_view(csr);
+    const RowFormatCheck<Index> check(csr, opts);
+    if (assemble_copy<Index>(csr, std::vector<Format>(static_cast<std::size_t>(csr.nrows), uniform), opts, recycle,
+                             &check, out))
+      return out;
+    recycle = &out;
+  }
   return assemble_compact_csr(csr, choose_row_formats(std::vector<CsrView<Index>>{csr}, opts), opts, recycle);
 }
 

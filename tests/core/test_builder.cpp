@@ -1313,6 +1313,40 @@ TYPED_TEST(BuilderTest, FusedRefillLooksCloserOutsideTheNormalRange)
     }
 }
 
+// A uniform mode's build first assumes that every row takes the mode's format
+// and checks each row as it writes it. A row that needs another format, first
+// or last, in any layout, with one thread or three, in fresh or recycled
+// memory, makes it start again: the copy is the one the chosen formats give.
+TYPED_TEST(BuilderTest, UniformBuildStartsAgainWhenARowNeedsAnotherFormat)
+{
+  std::mt19937_64 rng(12);
+  for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
+    for (StorageMode mode : {StorageMode::fp16, StorageMode::bf16, StorageMode::fp32, StorageMode::fp11_4})
+      for (bool last : {false, true})
+        for (int threads : {1, 3}) {
+          SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout) +
+                       (last ? " last" : " first") + " threads " + std::to_string(threads));
+          TestCsr<TypeParam> m;
+          for (int i = 0; i < 2400; ++i) { // nodes of 3 rows, fp16-exact values
+            std::vector<double> r(static_cast<std::size_t>(9 + 3 * (i / 3 % 4)));
+            for (auto &v : r)
+              v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0;
+            m.add_row(r);
+          }
+          const TypeParam row                             = last ? m.nrows - 1 : 0;
+          m.vals[static_cast<std::size_t>(m.rowptr[row])] = 1e-310; // no narrow format holds it within roundoff
+          StorageOptions opts                             = with_mode(mode, layout);
+          opts.threads                                    = threads;
+          const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+          ASSERT_EQ(formats[row], Format::fp64);
+          CompactCsr old         = build_compact_csr(m.view(), with_mode(mode, layout)); // memory to recycle
+          const CompactCsr built = build_compact_csr(m.view(), opts, &old);
+          check_compact(built, m, formats);
+          expect_same_copy(built, assemble_compact_csr(m.view(), formats, opts, nullptr));
+          expect_same_copy(build_compact_csr(m.view(), opts), built);
+        }
+}
+
 // Values written by several OpenMP threads (StorageOptions::threads): the same
 // bytes and statistics as one thread, for a build, a refill and a refused
 // refill. Blocks of 4000 rows: more nodes and rows than one thread's minimum.

@@ -118,7 +118,11 @@ template <typename Index> struct CsrView {
 template <typename Index> bool same_pattern(const CsrView<Index> &csr, std::int64_t i, std::int64_t j)
 {
   const Index ni = csr.rowptr[i + 1] - csr.rowptr[i], nj = csr.rowptr[j + 1] - csr.rowptr[j];
-  return ni == nj && std::equal(csr.cols + csr.rowptr[i], csr.cols + csr.rowptr[i + 1], csr.cols + csr.rowptr[j]);
+  if (ni != nj) return false;
+  if (ni == 0) return true;
+  const Index *ci = csr.cols + csr.rowptr[i], *cj = csr.cols + csr.rowptr[j];
+  // the first column decides most rows of a stencil, without a call to memcmp
+  return ci[0] == cj[0] && std::equal(ci + 1, ci + ni, cj + 1);
 }
 
 // Value bytes, 64-byte aligned so every storage type can be read in place.
