@@ -1384,22 +1384,50 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
   return out;
 }
 
-// A uniform lossy mode usually gives every row the mode's format. The build
-// then assumes so: it makes the layout for that, writes the values and checks
-// each row's format as it goes (the value-only refill's fused check), which
-// reads the values once instead of twice (once to choose the formats, once to
-// write them). At the first row that needs another format it starts again
-// from the chosen formats, in the memory of the attempt.
+// The format every row probably has: a uniform lossy mode's own format, or in
+// lossless mode the format of 64 rows spread over the matrix when they agree;
+// fp64 with `none` when there is no good guess (tolerance, rowsplit). A copy
+// being replaced that had rows in other formats suggests this one will too.
+template <typename Index>
+bool guess_one_format(const CsrView<Index> &csr, const StorageOptions &opts, const CompactCsr *recycle, Format &guess)
+{
+  if (recycle)
+    for (const RowBlock &b : recycle->blocks)
+      if (b.format != recycle->blocks.front().format) return false;
+  guess = uniform_format(opts.mode);
+  if (guess != Format::fp64) return true;
+  if (opts.mode != StorageMode::lossless || csr.nrows == 0) return false;
+  const std::vector<CsrView<Index>> parts{csr};
+  bool first = true;
+  for (Index k = 0; k < 64; ++k) {
+    const Index row = static_cast<Index>(static_cast<std::int64_t>(csr.nrows) * k / 64);
+    if (csr.rowptr[row + 1] == csr.rowptr[row]) continue;
+    const Format f = lossless_row_format(RowValues<Index>(parts, row));
+    if (!first && f != guess) return false;
+    guess = f;
+    first = false;
+  }
+  return !first;
+}
+
+// Most matrices give every row one format (a uniform lossy mode's own; one
+// format of lossless values). The build then assumes the guessed format: it
+// makes the layout for it, writes the values and checks each row's format as
+// it goes (the value-only refill's check), which reads the values once instead
+// of twice (once to choose the formats, once to write them). At the first row
+// that needs another format it starts again from the chosen formats, in the
+// memory of the attempt.
 template <typename Index>
 CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr *recycle)
 {
   if (opts.mode == StorageMode::entrysplit) return build_entry_split(csr, opts);
-  const Format uniform = uniform_format(opts.mode);
+  check_view(csr);
+  check_options(opts);
   CompactCsr out;
-  if (uniform != Format::fp64) {
-    check_view(csr);
+  Format guess = Format::fp64;
+  if (guess_one_format(csr, opts, recycle, guess)) {
     const RowFormatCheck<Index> check(csr, opts);
-    if (assemble_copy<Index>(csr, std::vector<Format>(static_cast<std::size_t>(csr.nrows), uniform), opts, recycle,
+    if (assemble_copy<Index>(csr, std::vector<Format>(static_cast<std::size_t>(csr.nrows), guess), opts, recycle,
                              &check, out))
       return out;
     recycle = &out;

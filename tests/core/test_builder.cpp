@@ -1314,14 +1314,16 @@ TYPED_TEST(BuilderTest, FusedRefillLooksCloserOutsideTheNormalRange)
 }
 
 // A uniform mode's build first assumes that every row takes the mode's format
-// and checks each row as it writes it. A row that needs another format, first
+// (lossless: the format of rows sampled over the matrix) and checks each row as
+// it writes it. A row that needs another format, first
 // or last, in any layout, with one thread or three, in fresh or recycled
 // memory, makes it start again: the copy is the one the chosen formats give.
 TYPED_TEST(BuilderTest, UniformBuildStartsAgainWhenARowNeedsAnotherFormat)
 {
   std::mt19937_64 rng(12);
   for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
-    for (StorageMode mode : {StorageMode::fp16, StorageMode::bf16, StorageMode::fp32, StorageMode::fp11_4})
+    for (StorageMode mode :
+         {StorageMode::lossless, StorageMode::fp16, StorageMode::bf16, StorageMode::fp32, StorageMode::fp11_4})
       for (bool last : {false, true})
         for (int threads : {1, 3}) {
           SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout) +
