@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "petscmp/core/accessor.hpp"
 #include "petscmp/core/compact_csr.hpp"
@@ -756,29 +757,19 @@ void encode_node(const double *const v[kMaxNodeRows], std::int64_t length, const
   }
 }
 
+// encode_node<S, rows>: one instance per node size 1..kMaxNodeRows.
+template <typename S, int... R>
+void encode_node_of_size(int rows, const double *const v[kMaxNodeRows], std::int64_t length, const double *end, S *out,
+                         UnitWrite &u, std::integer_sequence<int, R...>)
+{
+  (void)((rows == R + 1 ? (encode_node<S, R + 1>(v, length, end, out, u), true) : false) || ...);
+}
+
 template <typename S>
 void encode_node(const double *const v[kMaxNodeRows], int rows, std::int64_t length, const double *end, S *out,
                  UnitWrite &u)
 {
-  static_assert(kMaxNodeRows == 8, "one case per node size");
-  switch (rows) {
-  case 1:
-    return encode_node<S, 1>(v, length, end, out, u);
-  case 2:
-    return encode_node<S, 2>(v, length, end, out, u);
-  case 3:
-    return encode_node<S, 3>(v, length, end, out, u);
-  case 4:
-    return encode_node<S, 4>(v, length, end, out, u);
-  case 5:
-    return encode_node<S, 5>(v, length, end, out, u);
-  case 6:
-    return encode_node<S, 6>(v, length, end, out, u);
-  case 7:
-    return encode_node<S, 7>(v, length, end, out, u);
-  default:
-    return encode_node<S, 8>(v, length, end, out, u);
-  }
+  encode_node_of_size(rows, v, length, end, out, u, std::make_integer_sequence<int, kMaxNodeRows>());
 }
 #endif
 
@@ -852,21 +843,25 @@ constexpr std::int64_t kMinParallelItems = 512;
 // nodes is not touched (a slice's padding may be rewritten with its value, 0).
 // Shared by the full build and the value-only refill.
 // keep_row(row) confirms a row's format (the value-only refill; the full
-// build keeps every row); false stops the writing and is returned. Without
-// range it is asked before each row is written. With range (the block's format
-// is the uniform mode's own) the check is fused with the encoding: each node,
-// slice or row is written while its values are tested against the range, and
-// keep_row is asked only for rows of a unit with a value outside it (rare: the
-// row may still hold that value within roundoff, a subnormal say).
+// build keeps every row); false stops the writing and is returned. It is
+// asked before each row is written, unless range_decides (the block's format
+// is the uniform mode's own): then the check is fused with the encoding, each
+// node, slice or row written while its values are tested against the format's
+// normal range, and keep_row is asked only for rows of a unit with a value
+// outside it (rare: the row may still hold that value within roundoff, a
+// subnormal say).
 // With threads > 1 the nodes (or rows) are shared among OpenMP threads: each
 // writes its own values, so the bytes and the largest change are those of one
 // thread.
 template <typename S, typename Index, typename KeepRow>
 bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row,
-                  [[maybe_unused]] int threads, const ValueRange *range = nullptr)
+                  [[maybe_unused]] int threads, [[maybe_unused]] bool range_decides = false)
 {
-#if !defined(PETSCMP_HAVE_AVX512_DECODE)
-  range = nullptr; // the portable encoders do not test values as they go
+  [[maybe_unused]] const ValueRange normal{min_normal(b.format), max_finite(b.format)};
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  const ValueRange *range = range_decides ? &normal : nullptr;
+#else
+  const ValueRange *range = nullptr; // the portable encoders do not test values as they go
 #endif
   const bool fused   = range != nullptr;
   S *vals            = b.values.as<S>();
@@ -1016,10 +1011,9 @@ bool fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceSha
     pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
   }
   if (!check) return write_values<S>(csr, b, track, fs.max_relative_error, any_row, threads);
-  const ValueRange range{min_normal(b.format), max_finite(b.format)};
   return write_values<S>(
       csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return (*check)(row, b.format); }, threads,
-      check->range_decides(b.format) ? &range : nullptr);
+      check->range_decides(b.format));
 }
 
 void count_nodes(const RowBlock &b, StorageStats &stats)
@@ -1294,11 +1288,10 @@ bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, Compa
     fs.max_relative_error = 0.0;
   for (RowBlock &b : copy.blocks) {
     FormatStats &fs = copy.stats.per_format[static_cast<int>(b.format)];
-    const ValueRange range{min_normal(b.format), max_finite(b.format)};
     const bool kept = dispatch_format(b.format, [&](auto tag) {
       return write_values<typename decltype(tag)::type>(
           csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return keeps(row, b.format); }, opts.threads,
-          range_decides(b.format) ? &range : nullptr);
+          range_decides(b.format));
     });
     if (!kept) return false;
   }
