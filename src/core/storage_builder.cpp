@@ -517,13 +517,22 @@ struct ValueRange {
   double lo, hi;
 };
 
+// The test of a block's format that is made while its values are encoded, so
+// that a row's format is looked at closely only where the test flags a value:
+// - normal_range: the uniform mode's own format holds every value of its
+//   normal range within roundoff (ValueRange);
+// - exact: lossless fp16 rows (the first format of the lossless ladder) hold
+//   every value whose stored form reads back bit for bit.
+enum class FusedCheck : std::uint8_t { none, normal_range, exact };
+
 // The writing of one unit (a row, a slice or a node): what is checked while
 // its values are encoded, and what was seen.
 struct UnitWrite {
   bool track              = false;   // lossy mode: the largest relative change is kept
   double worst            = 0.0;     // the largest relative change so far
   const ValueRange *range = nullptr; // when set, values outside it are reported
-  bool outside            = false;   // a value lay outside range (or was Inf/NaN)
+  bool exact              = false;   // when set, values not stored bit for bit are reported
+  bool outside            = false;   // a value lay outside range, was not exact, or was Inf/NaN
   bool recheck            = false;   // a value may have changed by more than worst: see retrack_row
 };
 
@@ -584,6 +593,8 @@ public:
     }
     const simd::Encoded8<S> enc = simd::encode8_as<S>(x);
     if (u_.track) beyond_ |= may_exceed8(x, enc.decoded(), m, worst_);
+    if (u_.exact)
+      outside_ |= _mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(enc.decoded()), _mm512_castpd_si512(x));
     return enc;
   }
 
@@ -824,9 +835,13 @@ public:
     return csr_.rowptr[row + 1] == csr_.rowptr[row] ||
            row_format(RowValues<Index>(parts_, static_cast<Index>(row)), opts_, 0.0) == f;
   }
-  // the range that decides for the values of a block of format f without a
-  // closer look (the uniform mode's own format), or none
-  bool range_decides(Format f) const { return f == uniform_format(opts_.mode) && f != Format::fp64; }
+  // the test that decides for the values of a block of format f without a
+  // closer look (see FusedCheck), or none
+  FusedCheck fused_check(Format f) const
+  {
+    if (opts_.mode == StorageMode::lossless) return f == Format::fp16 ? FusedCheck::exact : FusedCheck::none;
+    return f == uniform_format(opts_.mode) && f != Format::fp64 ? FusedCheck::normal_range : FusedCheck::none;
+  }
 
 private:
   const CsrView<Index> &csr_;
@@ -844,26 +859,27 @@ constexpr std::int64_t kMinParallelItems = 512;
 // Shared by the full build and the value-only refill.
 // keep_row(row) confirms a row's format (the value-only refill; the full
 // build keeps every row); false stops the writing and is returned. It is
-// asked before each row is written, unless range_decides (the block's format
-// is the uniform mode's own): then the check is fused with the encoding, each
-// node, slice or row written while its values are tested against the format's
-// normal range, and keep_row is asked only for rows of a unit with a value
-// outside it (rare: the row may still hold that value within roundoff, a
-// subnormal say).
+// asked before each row is written, unless a check is fused with the
+// encoding (see FusedCheck): then each node, slice or row is written while its
+// values are tested, and keep_row is asked only for rows of a unit with a
+// flagged value (rare: the row may still have the format, a subnormal within
+// roundoff say).
 // With threads > 1 the nodes (or rows) are shared among OpenMP threads: each
 // writes its own values, so the bytes and the largest change are those of one
 // thread.
 template <typename S, typename Index, typename KeepRow>
 bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row,
-                  [[maybe_unused]] int threads, [[maybe_unused]] bool range_decides = false)
+                  [[maybe_unused]] int threads, [[maybe_unused]] FusedCheck check = FusedCheck::none)
 {
   [[maybe_unused]] const ValueRange normal{min_normal(b.format), max_finite(b.format)};
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
-  const ValueRange *range = range_decides ? &normal : nullptr;
+  const ValueRange *range = check == FusedCheck::normal_range ? &normal : nullptr;
+  const bool exact        = check == FusedCheck::exact;
 #else
   const ValueRange *range = nullptr; // the portable encoders do not test values as they go
+  const bool exact        = false;
 #endif
-  const bool fused   = range != nullptr;
+  const bool fused   = range != nullptr || exact;
   S *vals            = b.values.as<S>();
   const double *end  = csr.values + csr.rowptr[csr.nrows];
   const bool by_node = b.node_layout(), by_slice = b.sliced();
@@ -901,8 +917,10 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
     }
     UnitWrite u;
     u.track = track;
-    u.worst = w;
+    u.worst = std::max(w, 0.0); // (a thread's private w starts at the reduction's identity, -inf: every
+                                // lane would look changed, and exact values never raise it)
     u.range = range;
+    u.exact = exact;
     if (nd) // entry e of the node's rows side by side, then e + 1
       write_node<S>(csr, *nd, row0, vals, end, u);
     else if (by_slice)
@@ -1013,7 +1031,7 @@ bool fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceSha
   if (!check) return write_values<S>(csr, b, track, fs.max_relative_error, any_row, threads);
   return write_values<S>(
       csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return (*check)(row, b.format); }, threads,
-      check->range_decides(b.format));
+      check->fused_check(b.format));
 }
 
 void count_nodes(const RowBlock &b, StorageStats &stats)
@@ -1276,11 +1294,10 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
 }
 
 // The values of every block, each row written after keeps(row, f) confirmed
-// its block's format f (or, where range_decides(f), while it is written: see
-// write_values).
-template <typename Index, typename Keeps, typename RangeDecides>
-bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, Keeps keeps,
-                    RangeDecides range_decides)
+// its block's format f (or, with a fused check fused(f), while it is written:
+// see write_values).
+template <typename Index, typename Keeps, typename Fused>
+bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, Keeps keeps, Fused fused)
 {
   check_build_options(opts);
   const bool track = storage_mode_is_lossy(opts.mode);
@@ -1291,7 +1308,7 @@ bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, Compa
     const bool kept = dispatch_format(b.format, [&](auto tag) {
       return write_values<typename decltype(tag)::type>(
           csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return keeps(row, b.format); }, opts.threads,
-          range_decides(b.format));
+          fused(b.format));
     });
     if (!kept) return false;
   }
@@ -1310,7 +1327,7 @@ bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> 
       [&](std::int64_t row, Format f) {
         return csr.rowptr[row + 1] == csr.rowptr[row] || row_formats[static_cast<std::size_t>(row)] == f;
       },
-      [](Format) { return false; });
+      [](Format) { return FusedCheck::none; });
 }
 
 template <typename Index>
@@ -1320,7 +1337,7 @@ bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts
   check_options(opts);
   if (!layout_reusable(csr, opts, copy) || opts.mode == StorageMode::rowsplit) return false;
   const RowFormatCheck<Index> check(csr, opts);
-  return rewrite_values(csr, opts, copy, check, [&](Format f) { return check.range_decides(f); });
+  return rewrite_values(csr, opts, copy, check, [&](Format f) { return check.fused_check(f); });
 }
 
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts)

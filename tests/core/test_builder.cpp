@@ -1313,6 +1313,45 @@ TYPED_TEST(BuilderTest, FusedRefillLooksCloserOutsideTheNormalRange)
     }
 }
 
+// Lossless fp16 rows are confirmed while they are written: a value whose
+// stored form reads back bit for bit keeps the row's format (a subnormal of
+// fp16, -0), a value fp16 does not hold exactly (bf16- or fp32-exact) makes the
+// refill refuse, in every layout, with one thread or three.
+TYPED_TEST(BuilderTest, LosslessRefillChecksExactnessWhileWriting)
+{
+  std::mt19937_64 rng(13);
+  for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(std::string("layout ") + layout_name(layout) + " threads " + std::to_string(threads));
+      TestCsr<TypeParam> m;
+      for (int i = 0; i < 3000; ++i) { // nodes of 3 rows, fp16-exact values
+        std::vector<double> r(static_cast<std::size_t>(9 + 3 * (i / 3 % 4)));
+        for (auto &v : r)
+          v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0;
+        m.add_row(r);
+      }
+      StorageOptions opts = with_mode(StorageMode::lossless, layout);
+      opts.threads        = threads;
+      const std::size_t k = static_cast<std::size_t>(m.rowptr[m.nrows - 2] + 1); // near the end
+      for (double kept : {0x1p-20, -0.0, 1024.0 + 1.0}) {
+        CompactCsr copy = build_compact_csr(m.view(), opts);
+        m.vals[k]       = kept;
+        ASSERT_TRUE(refill_compact_values(m.view(), opts, copy)) << kept;
+        const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+        check_compact(copy, m, formats);
+        expect_same_copy(copy, build_compact_csr(m.view(), opts));
+      }
+      for (double refused : {0x1p100, 1.0 + 0x1p-11, 0x1p-25, 0.1}) { // bf16, fp32, fp32 (below fp16), fp64
+        CompactCsr copy  = build_compact_csr(m.view(), opts);
+        const double old = m.vals[k];
+        m.vals[k]        = refused;
+        EXPECT_FALSE(refill_compact_values(m.view(), opts, copy)) << refused;
+        EXPECT_NE(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts)[m.nrows - 2], Format::fp16);
+        m.vals[k] = old;
+      }
+    }
+}
+
 // A uniform mode's build first assumes that every row takes the mode's format
 // (lossless: the format of rows sampled over the matrix) and checks each row as
 // it writes it. A row that needs another format, first
