@@ -824,16 +824,32 @@ void write_node(const CsrView<Index> &csr, const NodeInfo &nd, std::int64_t row0
 #endif
 }
 
-// Whether a row of csr alone (not of several parts) has format f in mode
-// opts.mode: the check of a value-only refill and of an optimistic build. An
-// empty row may sit in a block of any format (runs absorb empty rows).
+// rowsplit's range when the options give the mean over the whole matrix (an
+// MPI matrix's parts), else 0 (a refill then refuses rowsplit)
+double given_rowsplit_range(const StorageOptions &opts)
+{
+  return opts.mode == StorageMode::rowsplit && opts.mean_abs_value >= 0.0 ? opts.range_factor * opts.mean_abs_value
+                                                                          : 0.0;
+}
+
+// Whether a row of part `part` has format f in mode opts.mode, its format
+// decided over the values of all parts (one part: the matrix): the check of a
+// value-only refill and of an optimistic build. A row without values in the
+// part may sit in a block of any format (runs absorb empty rows).
 template <typename Index> class RowFormatCheck {
 public:
-  RowFormatCheck(const CsrView<Index> &csr, const StorageOptions &opts) : csr_(csr), opts_(opts), parts_{csr} {}
+  RowFormatCheck(const CsrView<Index> &csr, const StorageOptions &opts)
+      : RowFormatCheck(std::vector<CsrView<Index>>{csr}, 0, opts)
+  {
+  }
+  RowFormatCheck(std::vector<CsrView<Index>> parts, std::size_t part, const StorageOptions &opts)
+      : parts_(std::move(parts)), rowptr_(parts_[part].rowptr), opts_(opts), range_(given_rowsplit_range(opts))
+  {
+  }
   bool operator()(std::int64_t row, Format f) const
   {
-    return csr_.rowptr[row + 1] == csr_.rowptr[row] ||
-           row_format(RowValues<Index>(parts_, static_cast<Index>(row)), opts_, 0.0) == f;
+    return rowptr_[row + 1] == rowptr_[row] ||
+           row_format(RowValues<Index>(parts_, static_cast<Index>(row)), opts_, range_) == f;
   }
   // the test that decides for the values of a block of format f without a
   // closer look (see FusedCheck), or none
@@ -844,9 +860,10 @@ public:
   }
 
 private:
-  const CsrView<Index> &csr_;
-  const StorageOptions &opts_;
   const std::vector<CsrView<Index>> parts_;
+  const Index *rowptr_;
+  const StorageOptions opts_;
+  const double range_;
 };
 
 // Fewer nodes or rows than this in a block are written by one thread (a team
@@ -1330,14 +1347,28 @@ bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> 
       [](Format) { return FusedCheck::none; });
 }
 
+namespace {
+// The value-only refill of part `part`, each row's format decided over all
+// parts as it is written.
+template <typename Index>
+bool refill_part(const std::vector<CsrView<Index>> &parts, std::size_t part, const StorageOptions &opts,
+                 CompactCsr &copy)
+{
+  const CsrView<Index> &csr = parts[part];
+  check_view(csr);
+  check_options(opts);
+  if (!layout_reusable(csr, opts, copy) || (opts.mode == StorageMode::rowsplit && opts.mean_abs_value < 0.0))
+    return false;
+  const RowFormatCheck<Index> check(parts, part, opts);
+  return rewrite_values(csr, opts, copy, check, [&](Format f) { return check.fused_check(f); });
+}
+} // namespace
+
 template <typename Index>
 bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy)
 {
-  check_view(csr);
-  check_options(opts);
-  if (!layout_reusable(csr, opts, copy) || opts.mode == StorageMode::rowsplit) return false;
-  const RowFormatCheck<Index> check(csr, opts);
-  return rewrite_values(csr, opts, copy, check, [&](Format f) { return check.fused_check(f); });
+  if (opts.mode == StorageMode::rowsplit) return false; // (a mean over this matrix alone: not given)
+  return refill_part(std::vector<CsrView<Index>>{csr}, 0, opts, copy);
 }
 
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts)
@@ -1445,6 +1476,87 @@ CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &op
   return assemble_compact_csr(csr, choose_row_formats(std::vector<CsrView<Index>>{csr}, opts), opts, recycle);
 }
 
+namespace {
+// Whether every row has one format in all parts where it has values. Each
+// part's rows were confirmed as they were written, but a fused check sees only
+// the part's own values: a row in its uniform format in one part may need a
+// wider one for its values in another, which then confirmed that wider format.
+// When every part agrees, the formats are those decided over all parts.
+template <typename Index>
+bool formats_agree(const std::vector<CsrView<Index>> &views, const std::vector<CompactPart<Index>> &parts)
+{
+  int formats = 0; // bit f: a block of format f
+  for (const CompactPart<Index> &p : parts)
+    for (const RowBlock &b : p.copy.blocks)
+      formats |= 1 << static_cast<int>(b.format);
+  if ((formats & (formats - 1)) == 0) return true; // one format (or none)
+  const Index nrows = views.front().nrows;
+  std::vector<std::int8_t> format(static_cast<std::size_t>(nrows), -1);
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    for (const RowBlock &b : parts[i].copy.blocks)
+      for (std::int64_t k = 0; k < b.row_count(); ++k) {
+        const std::int64_t row = b.row(k);
+        if (views[i].rowptr[row + 1] == views[i].rowptr[row]) continue;
+        std::int8_t &seen = format[static_cast<std::size_t>(row)];
+        if (seen >= 0 && seen != static_cast<std::int8_t>(b.format)) return false;
+        seen = static_cast<std::int8_t>(b.format);
+      }
+  return true;
+}
+
+// update_compact_parts in one pass over the values: each part refilled, or
+// built for one guessed format, its rows checked as they are written. False
+// when a part's rows need other formats: the copies are then unfinished.
+template <typename Index>
+bool update_parts_in_one_pass(const std::vector<CsrView<Index>> &views, std::vector<CompactPart<Index>> &parts)
+{
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    CompactPart<Index> &p = parts[i];
+    if (p.reusable) {
+      p.refilled = refill_part(views, i, p.opts, p.copy);
+      p.reusable = p.refilled; // (a refused refill would refuse again)
+      if (!p.refilled) return false;
+      continue;
+    }
+    Format guess = Format::fp64;
+    if (!guess_one_format(p.csr, p.opts, &p.copy, guess)) return false;
+    const RowFormatCheck<Index> check(views, i, p.opts);
+    CompactCsr out;
+    const bool built = assemble_copy<Index>(p.csr, std::vector<Format>(static_cast<std::size_t>(p.csr.nrows), guess),
+                                            p.opts, &p.copy, &check, out);
+    p.copy           = std::move(out);
+    if (!built) return false;
+  }
+  return formats_agree(views, parts);
+}
+} // namespace
+
+template <typename Index> void update_compact_parts(std::vector<CompactPart<Index>> &parts)
+{
+  if (parts.empty()) return;
+  std::vector<CsrView<Index>> views;
+  for (const CompactPart<Index> &p : parts) {
+    check_view(p.csr);
+    check_options(p.opts);
+    if (p.csr.nrows != parts.front().csr.nrows)
+      throw StorageError("petscmp: the parts of a matrix disagree on the number of rows");
+    if (p.opts.mode != parts.front().opts.mode || p.opts.mode == StorageMode::entrysplit)
+      throw StorageError("petscmp: the parts of a matrix need one row-wise storage mode");
+    views.push_back(p.csr);
+  }
+  for (CompactPart<Index> &p : parts)
+    p.refilled = false;
+  if (update_parts_in_one_pass(views, parts)) return;
+  const std::vector<Format> formats = choose_row_formats(views, parts.front().opts);
+  for (CompactPart<Index> &p : parts) {
+    p.refilled = p.reusable && refill_compact_values(p.csr, formats, p.opts, p.copy);
+    if (!p.refilled) {
+      CompactCsr old = std::move(p.copy);
+      p.copy         = assemble_compact_csr(p.csr, formats, p.opts, &old);
+    }
+  }
+}
+
 #define PETSCMP_INSTANTIATE_BUILDER(Index)                                                                             \
   template AbsSum abs_value_sum<Index>(const CsrView<Index> &);                                                        \
   template std::vector<Format> choose_row_formats<Index>(const std::vector<CsrView<Index>> &, const StorageOptions &); \
@@ -1454,7 +1566,8 @@ CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &op
   template CompactCsr build_entry_split<Index>(const CsrView<Index> &, const StorageOptions &);                        \
   template bool refill_compact_values<Index>(const CsrView<Index> &, const std::vector<Format> &,                      \
                                              const StorageOptions &, CompactCsr &);                                    \
-  template bool refill_compact_values<Index>(const CsrView<Index> &, const StorageOptions &, CompactCsr &);
+  template bool refill_compact_values<Index>(const CsrView<Index> &, const StorageOptions &, CompactCsr &);            \
+  template void update_compact_parts<Index>(std::vector<CompactPart<Index>> &);
 PETSCMP_INSTANTIATE_BUILDER(std::int32_t)
 PETSCMP_INSTANTIATE_BUILDER(std::int64_t)
 #undef PETSCMP_INSTANTIATE_BUILDER

@@ -1313,6 +1313,93 @@ TYPED_TEST(BuilderTest, FusedRefillLooksCloserOutsideTheNormalRange)
     }
 }
 
+// The parts of an MPI matrix (diagonal and off-diagonal blocks) hold pieces of
+// the same rows, and each row takes the format decided over all of them: the
+// one-pass update (refill, or a build for a guessed format) gives each part the
+// copy assemble_compact_csr gives with choose_row_formats over all parts, when
+// both copies are refilled, when one is built anew, and when a row's values in
+// one part need a wider format than its values in the other (the fused checks
+// see one part at a time), in every mode and layout, with one thread or three.
+TYPED_TEST(BuilderTest, PartsShareEachRowsFormat)
+{
+  std::mt19937_64 rng(14);
+  for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
+    for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
+                             StorageMode::fp11_4, StorageMode::tolerance, StorageMode::rowsplit})
+      for (int threads : {1, 3}) {
+        SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout) + " threads " +
+                     std::to_string(threads));
+        TestCsr<TypeParam> d = node_matrix<TypeParam>(rng, 1200), o;
+        for (TypeParam i = 0; i < d.nrows; ++i) { // 0-5 fp16-exact values per row
+          std::vector<double> r(static_cast<std::size_t>(rng() % 6));
+          for (auto &v : r)
+            v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0;
+          o.add_row(r);
+        }
+        StorageOptions opts = with_mode(mode, layout);
+        opts.threads        = threads;
+        if (mode == StorageMode::rowsplit) opts.mean_abs_value = 3.0; // (all ranks' mean, given by the caller)
+        std::vector<CompactPart<TypeParam>> parts(2);
+        const auto update = [&](bool reuse_d, bool reuse_o) {
+          parts[0].csr      = d.view();
+          parts[1].csr      = o.view();
+          parts[0].reusable = reuse_d;
+          parts[1].reusable = reuse_o;
+          for (auto &p : parts)
+            p.opts = opts;
+          update_compact_parts(parts);
+          const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{d.view(), o.view()}, opts);
+          check_compact(parts[0].copy, d, formats);
+          check_compact(parts[1].copy, o, formats);
+          expect_same_copy(parts[0].copy, assemble_compact_csr(d.view(), formats, opts));
+          expect_same_copy(parts[1].copy, assemble_compact_csr(o.view(), formats, opts));
+        };
+        const auto joint_formats = [&] {
+          return choose_row_formats(std::vector<CsrView<TypeParam>>{d.view(), o.view()}, opts);
+        };
+        // whether the rows with values in m kept their formats (a refill of m's copy can keep them)
+        const auto kept = [](const TestCsr<TypeParam> &m, const std::vector<Format> &a, const std::vector<Format> &b) {
+          for (TypeParam i = 0; i < m.nrows; ++i)
+            if (m.row_len(i) > 0 && a[i] != b[i]) return false;
+          return true;
+        };
+        update(false, false);
+        const auto before = joint_formats();
+        for (auto *m : {&d, &o})
+          for (auto &v : m->vals)
+            v *= 2.0; // formats stay, except where a value crosses the bottom of a format's normal range
+        opts.mean_abs_value *= 2.0;
+        const auto after = joint_formats();
+        update(true, true);
+        EXPECT_EQ(parts[0].refilled, kept(d, before, after)) << "diagonal";
+        EXPECT_EQ(parts[1].refilled, kept(o, before, after)) << "off-diagonal";
+        EXPECT_TRUE(parts[0].refilled || mode == StorageMode::fp16) << "(random values below fp16's range only)";
+        update(true, false);
+        EXPECT_TRUE(parts[0].refilled);
+        // a row with values in both parts whose off-diagonal values now need fp64 in every mode
+        TypeParam row = d.nrows / 2;
+        while (row < d.nrows && (d.row_len(row) == 0 || o.row_len(row) == 0))
+          ++row;
+        ASSERT_LT(row, d.nrows);
+        const bool was_fp64                             = joint_formats()[row] == Format::fp64;
+        o.vals[static_cast<std::size_t>(o.rowptr[row])] = 1e-310;
+        update(true, true);
+        EXPECT_EQ(parts[0].refilled, was_fp64);
+        o.vals[static_cast<std::size_t>(o.rowptr[row])] = 1.0;
+        update(true, true);
+        // the off-diagonal values become fp64 values, its copy is built anew (for one guessed format, fp64 in
+        // lossless mode, which its rows confirm) and the diagonal one refilled (its lossless fp16 rows confirmed
+        // by their own values): the parts then disagree and the formats are chosen over both
+        for (auto &v : o.vals)
+          v = 0.1 + static_cast<double>(rng() >> 11) * 0x1p-53;
+        parts[1].copy = CompactCsr(); // (a copy in several formats would not let the build guess)
+        update(true, false);
+        if (mode == StorageMode::lossless) {
+          EXPECT_FALSE(parts[0].refilled);
+        }
+      }
+}
+
 // Lossless fp16 rows are confirmed while they are written: a value whose
 // stored form reads back bit for bit keeps the row's format (a subnormal of
 // fp16, -0), a value fp16 does not hold exactly (bf16- or fp32-exact) makes the

@@ -101,16 +101,21 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
     if (base.mode == StorageMode::entrysplit) {
       cd = std::make_unique<CompactCsr>(build_entry_split(vd, od));
       co = std::make_unique<CompactCsr>(build_entry_split(vo, oo));
-    } else {
-      // a row's format is decided over both blocks
-      const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<PetscInt>>{vd, vo}, od);
-      const auto update                 = [&formats](const CsrView<PetscInt> &v, const StorageOptions &o, bool same,
-                                     std::unique_ptr<CompactCsr> &old, bool &refilled) {
-        refilled = same && refill_compact_values(v, formats, o, *old);
-        return refilled ? std::move(old) : std::make_unique<CompactCsr>(assemble_compact_csr(v, formats, o, old.get()));
-      };
-      cd = update(vd, od, same_d, old_d, refilled_d);
-      co = update(vo, oo, same_o, old_o, refilled_o);
+    } else { // a row's format is decided over both blocks, usually in one pass over the values
+      std::vector<CompactPart<PetscInt>> parts(2);
+      parts[0].csr      = vd;
+      parts[1].csr      = vo;
+      parts[0].opts     = od;
+      parts[1].opts     = oo;
+      parts[0].reusable = same_d;
+      parts[1].reusable = same_o;
+      if (old_d) parts[0].copy = std::move(*old_d);
+      if (old_o) parts[1].copy = std::move(*old_o);
+      update_compact_parts(parts);
+      refilled_d = parts[0].refilled;
+      refilled_o = parts[1].refilled;
+      cd         = std::make_unique<CompactCsr>(std::move(parts[0].copy));
+      co         = std::make_unique<CompactCsr>(std::move(parts[1].copy));
     }
   }));
   PetscCall(SeqAIJMPSetSettings(Ad, d->settings));

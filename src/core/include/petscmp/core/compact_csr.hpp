@@ -338,6 +338,23 @@ bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts
 template <typename Index>
 CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr *recycle = nullptr);
 
+// One part of a matrix whose rows are spread over several parts (an MPI
+// matrix's diagonal and off-diagonal blocks), with its compact copy.
+template <typename Index> struct CompactPart {
+  CsrView<Index> csr;
+  StorageOptions opts;   // the part's own (sum order, threads); the same row-wise mode in every part
+  CompactCsr copy;       // in: the copy being replaced, whose memory is reused; out: the new copy
+  bool reusable = false; // in: copy was made from csr's nonzero pattern (same nonzero state and arrays)
+  bool refilled = false; // out: only copy's values were rewritten
+};
+// Brings the copy of every part up to date, each row in the format decided
+// over all parts (choose_row_formats; rowsplit needs opts.mean_abs_value).
+// Usually in one pass over the values: reusable copies are refilled and the
+// others built for one guessed format, the rows checked as they are written;
+// when a row needs another format, the formats are chosen first and each part
+// is refilled or assembled with them.
+template <typename Index> void update_compact_parts(std::vector<CompactPart<Index>> &parts);
+
 // Builds the entry split of one part.
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts);
 
