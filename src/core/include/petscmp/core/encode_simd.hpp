@@ -79,13 +79,10 @@ template <> struct Encoded8<fp16_t> {
 };
 template <> struct Encoded8<bf16_t> {
   __m128i bits;
+  __m256 as_fp32; // the stored values as fp32 (bf16 is fp32's upper half): decoded without unpacking bits
   void store(bf16_t *dst, __mmask8 m) const { _mm_mask_storeu_epi16(dst, m, bits); }
   void store_all(bf16_t *dst) const { _mm_storeu_si128(reinterpret_cast<__m128i *>(dst), bits); }
-  __m512d decoded() const
-  {
-    return _mm512_maskz_cvtps_pd(0xff,
-                                 _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_maskz_cvtepu16_epi32(0xff, bits), 16)));
-  }
+  __m512d decoded() const { return _mm512_maskz_cvtps_pd(0xff, as_fp32); }
 };
 template <> struct Encoded8<fp11_20_t> {
   __m256i bits;
@@ -123,10 +120,11 @@ inline Encoded8<fp16_t> encode8(__m512d v, fp16_t *)
 }
 inline Encoded8<bf16_t> encode8(__m512d v, bf16_t *)
 {
-  const __m256i b    = round_to_odd8(v);
-  const __m256i odd  = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  const __m256i bits = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), odd), 16);
-  return {_mm256_maskz_cvtepi32_epi16(0xff, bits)};
+  const __m256i b       = round_to_odd8(v);
+  const __m256i odd     = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7fff)), odd),
+                                           _mm256_set1_epi32(~0xffff));
+  return {_mm256_maskz_cvtepi32_epi16(0xff, _mm256_srli_epi32(rounded, 16)), _mm256_castsi256_ps(rounded)};
 }
 inline Encoded8<fp11_20_t> encode8(__m512d v, fp11_20_t *)
 {
