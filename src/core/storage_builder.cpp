@@ -838,10 +838,6 @@ double given_rowsplit_range(const StorageOptions &opts)
 // part may sit in a block of any format (runs absorb empty rows).
 template <typename Index> class RowFormatCheck {
 public:
-  RowFormatCheck(const CsrView<Index> &csr, const StorageOptions &opts)
-      : RowFormatCheck(std::vector<CsrView<Index>>{csr}, 0, opts)
-  {
-  }
   RowFormatCheck(std::vector<CsrView<Index>> parts, std::size_t part, const StorageOptions &opts)
       : parts_(std::move(parts)), rowptr_(parts_[part].rowptr), opts_(opts), range_(given_rowsplit_range(opts))
   {
@@ -1451,29 +1447,45 @@ bool guess_one_format(const CsrView<Index> &csr, const StorageOptions &opts, con
   return !first;
 }
 
+namespace {
 // Most matrices give every row one format (a uniform lossy mode's own; one
 // format of lossless values). The build then assumes the guessed format: it
-// makes the layout for it, writes the values and checks each row's format as
-// it goes (the value-only refill's check), which reads the values once instead
-// of twice (once to choose the formats, once to write them). At the first row
-// that needs another format it starts again from the chosen formats, in the
-// memory of the attempt.
+// makes the layout for it, writes the values and checks each row's format
+// (decided over all parts) as it goes, which reads the values once instead of
+// twice (once to choose the formats, once to write them). copy: in, the copy
+// being replaced, whose memory is reused; out, the attempt. False when there
+// is no guess or a row needs another format: the caller then starts again
+// from the chosen formats, in the memory of the attempt.
+template <typename Index>
+bool build_for_one_format(const std::vector<CsrView<Index>> &parts, std::size_t part, const StorageOptions &opts,
+                          CompactCsr &copy)
+{
+  const CsrView<Index> &csr = parts[part];
+  Format guess              = Format::fp64;
+  if (!guess_one_format(csr, opts, &copy, guess)) return false;
+  const RowFormatCheck<Index> check(parts, part, opts);
+  CompactCsr out;
+  const bool built = assemble_copy<Index>(csr, std::vector<Format>(static_cast<std::size_t>(csr.nrows), guess), opts,
+                                          &copy, &check, out);
+  copy             = std::move(out);
+  return built;
+}
+} // namespace
+
 template <typename Index>
 CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr *recycle)
 {
   if (opts.mode == StorageMode::entrysplit) return build_entry_split(csr, opts);
   check_view(csr);
   check_options(opts);
-  CompactCsr out;
-  Format guess = Format::fp64;
-  if (guess_one_format(csr, opts, recycle, guess)) {
-    const RowFormatCheck<Index> check(csr, opts);
-    if (assemble_copy<Index>(csr, std::vector<Format>(static_cast<std::size_t>(csr.nrows), guess), opts, recycle,
-                             &check, out))
-      return out;
-    recycle = &out;
+  CompactCsr copy;
+  if (recycle) {
+    copy = std::move(*recycle);
+    recycle->blocks.clear();
   }
-  return assemble_compact_csr(csr, choose_row_formats(std::vector<CsrView<Index>>{csr}, opts), opts, recycle);
+  const std::vector<CsrView<Index>> parts{csr};
+  if (build_for_one_format(parts, 0, opts, copy)) return copy;
+  return assemble_compact_csr(csr, choose_row_formats(parts, opts), opts, &copy);
 }
 
 namespace {
@@ -1518,14 +1530,7 @@ bool update_parts_in_one_pass(const std::vector<CsrView<Index>> &views, std::vec
       if (!p.refilled) return false;
       continue;
     }
-    Format guess = Format::fp64;
-    if (!guess_one_format(p.csr, p.opts, &p.copy, guess)) return false;
-    const RowFormatCheck<Index> check(views, i, p.opts);
-    CompactCsr out;
-    const bool built = assemble_copy<Index>(p.csr, std::vector<Format>(static_cast<std::size_t>(p.csr.nrows), guess),
-                                            p.opts, &p.copy, &check, out);
-    p.copy           = std::move(out);
-    if (!built) return false;
+    if (!build_for_one_format(views, i, p.opts, p.copy)) return false;
   }
   return formats_agree(views, parts);
 }

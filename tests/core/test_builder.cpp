@@ -1256,6 +1256,19 @@ template <typename Index> TestCsr<Index> node_matrix(std::mt19937_64 &rng, int n
   }
   return m;
 }
+
+// Nodes of 3 rows with 9-18 fp16-exact values each.
+template <typename Index> TestCsr<Index> fp16_node_matrix(std::mt19937_64 &rng, int nrows)
+{
+  TestCsr<Index> m;
+  for (int i = 0; i < nrows; ++i) {
+    std::vector<double> r(static_cast<std::size_t>(9 + 3 * (i / 3 % 4)));
+    for (auto &v : r)
+      v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0;
+    m.add_row(r);
+  }
+  return m;
+}
 } // namespace
 
 TYPED_TEST(BuilderTest, ValueOnlyRefillEqualsFreshBuild)
@@ -1410,16 +1423,10 @@ TYPED_TEST(BuilderTest, LosslessRefillChecksExactnessWhileWriting)
   for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
     for (int threads : {1, 3}) {
       SCOPED_TRACE(std::string("layout ") + layout_name(layout) + " threads " + std::to_string(threads));
-      TestCsr<TypeParam> m;
-      for (int i = 0; i < 3000; ++i) { // nodes of 3 rows, fp16-exact values
-        std::vector<double> r(static_cast<std::size_t>(9 + 3 * (i / 3 % 4)));
-        for (auto &v : r)
-          v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0;
-        m.add_row(r);
-      }
-      StorageOptions opts = with_mode(StorageMode::lossless, layout);
-      opts.threads        = threads;
-      const std::size_t k = static_cast<std::size_t>(m.rowptr[m.nrows - 2] + 1); // near the end
+      TestCsr<TypeParam> m = fp16_node_matrix<TypeParam>(rng, 3000);
+      StorageOptions opts  = with_mode(StorageMode::lossless, layout);
+      opts.threads         = threads;
+      const std::size_t k  = static_cast<std::size_t>(m.rowptr[m.nrows - 2] + 1); // near the end
       for (double kept : {0x1p-20, -0.0, 1024.0 + 1.0}) {
         CompactCsr copy = build_compact_csr(m.view(), opts);
         m.vals[k]       = kept;
@@ -1454,13 +1461,7 @@ TYPED_TEST(BuilderTest, UniformBuildStartsAgainWhenARowNeedsAnotherFormat)
         for (int threads : {1, 3}) {
           SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout) +
                        (last ? " last" : " first") + " threads " + std::to_string(threads));
-          TestCsr<TypeParam> m;
-          for (int i = 0; i < 2400; ++i) { // nodes of 3 rows, fp16-exact values
-            std::vector<double> r(static_cast<std::size_t>(9 + 3 * (i / 3 % 4)));
-            for (auto &v : r)
-              v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0;
-            m.add_row(r);
-          }
+          TestCsr<TypeParam> m                            = fp16_node_matrix<TypeParam>(rng, 2400);
           const TypeParam row                             = last ? m.nrows - 1 : 0;
           m.vals[static_cast<std::size_t>(m.rowptr[row])] = 1e-310; // no narrow format holds it within roundoff
           StorageOptions opts                             = with_mode(mode, layout);
