@@ -509,6 +509,15 @@ inline void note_change(double v, double r, double &worst)
   worst = std::max(worst, relative_change(v, r));
 }
 
+// The largest changes are measured on demand (measure_relative_errors), not
+// while values are written; a lossless copy changes none.
+void forget_relative_errors(StorageStats &stats, StorageMode mode)
+{
+  for (FormatStats &fs : stats.per_format)
+    fs.max_relative_error = 0.0;
+  stats.errors_measured = !storage_mode_is_lossy(mode);
+}
+
 // The values a uniform lossy format holds within its unit roundoff without a
 // closer look: its normal range (and 0). The value-only refill checks this
 // range while it encodes, and asks for a row's exact format only when a value
@@ -528,60 +537,34 @@ enum class FusedCheck : std::uint8_t { none, normal_range, exact };
 // The writing of one unit (a row, a slice or a node): what is checked while
 // its values are encoded, and what was seen.
 struct UnitWrite {
-  bool track              = false;   // lossy mode: the largest relative change is kept
-  double worst            = 0.0;     // the largest relative change so far
   const ValueRange *range = nullptr; // when set, values outside it are reported
   bool exact              = false;   // when set, values not stored bit for bit are reported
   bool outside            = false;   // a value lay outside range, was not exact, or was Inf/NaN
-  bool recheck            = false;   // a value may have changed by more than worst: see retrack_row
 };
 
 // Encodes n values of a row to out[0], out[stride], ... value by value.
 template <typename S> void encode_row_scalar(const double *v, std::int64_t n, S *out, std::int64_t stride, UnitWrite &u)
 {
   for (std::int64_t e = 0; e < n; ++e) {
-    const S s       = encode_as<S>(v[e]);
-    out[e * stride] = s;
-    if (u.track) note_change(v[e], decode(s), u.worst);
+    out[e * stride] = encode_as<S>(v[e]);
   }
   u.outside = true; // (the caller's range is not tested here)
 }
 
-// The exact tracking of a row's changes, after the 8-wide test (may_exceed8)
-// saw one that may exceed worst: rare once the largest change has been seen.
-template <typename S> void retrack_row(const double *v, std::int64_t n, double &worst)
-{
-  for (std::int64_t e = 0; e < n; ++e)
-    note_change(v[e], decode(encode_as<S>(v[e])), worst);
-}
-
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
-// Lanes of m whose change from v to its stored value r may exceed worst: the
-// test of note_change, 8 at once and without a branch (a branch per 8 values
-// on the mask made the tracking a third of a bf16 refill).
-__attribute__((always_inline)) inline __mmask8 may_exceed8(__m512d v, __m512d r, __mmask8 m, __m512d worst)
-{
-  const __m512d bound = _mm512_mul_pd(worst, _mm512_abs_pd(v));
-  return _mm512_mask_cmp_pd_mask(m, _mm512_abs_pd(_mm512_sub_pd(r, v)), bound, _CMP_GT_OQ);
-}
-
 // The 8-wide encoding of one unit: each register of values is tested (range,
-// change) and encoded; the lanes the tests flag are collected and reported to
+// exactness) and encoded; the lanes the tests flag are collected and reported to
 // the unit when the encoder goes.
 template <typename S> class Encoder8 {
 public:
   explicit Encoder8(UnitWrite &unit)
-      : u_(unit), worst_(_mm512_set1_pd(unit.worst)), lo_(_mm512_set1_pd(unit.range ? unit.range->lo : 0.0)),
+      : u_(unit), lo_(_mm512_set1_pd(unit.range ? unit.range->lo : 0.0)),
         hi_(_mm512_set1_pd(unit.range ? unit.range->hi : 0.0))
   {
   }
   Encoder8(const Encoder8 &)            = delete;
   Encoder8 &operator=(const Encoder8 &) = delete;
-  ~Encoder8()
-  {
-    u_.outside = u_.outside || outside_ != 0;
-    u_.recheck = u_.recheck || beyond_ != 0;
-  }
+  ~Encoder8() { u_.outside = u_.outside || outside_ != 0; }
   // the stored form of the lanes m of x (finite values)
   __attribute__((always_inline)) simd::Encoded8<S> operator()(__m512d x, __mmask8 m)
   {
@@ -592,7 +575,6 @@ public:
       outside_ |= m & static_cast<__mmask8>(~kept);
     }
     const simd::Encoded8<S> enc = simd::encode8_as<S>(x);
-    if (u_.track) beyond_ |= may_exceed8(x, enc.decoded(), m, worst_);
     if (u_.exact)
       outside_ |= _mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(enc.decoded()), _mm512_castpd_si512(x));
     return enc;
@@ -600,8 +582,8 @@ public:
 
 private:
   UnitWrite &u_;
-  const __m512d worst_, lo_, hi_;
-  __mmask8 outside_ = 0, beyond_ = 0;
+  const __m512d lo_, hi_;
+  __mmask8 outside_ = 0;
 };
 #endif
 
@@ -878,11 +860,12 @@ constexpr std::int64_t kMinParallelItems = 512;
 // flagged value (rare: the row may still have the format, a subnormal within
 // roundoff say).
 // With threads > 1 the nodes (or rows) are shared among OpenMP threads: each
-// writes its own values, so the bytes and the largest change are those of one
-// thread.
+// writes its own values, so the bytes are those of one thread.
+// The changes the format made are not tracked here (that was a quarter of a
+// bf16 refill): measure_relative_errors finds the largest when it is asked for.
 template <typename S, typename Index, typename KeepRow>
-bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &worst, KeepRow keep_row,
-                  [[maybe_unused]] int threads, [[maybe_unused]] FusedCheck check = FusedCheck::none)
+bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[maybe_unused]] int threads,
+                  [[maybe_unused]] FusedCheck check = FusedCheck::none)
 {
   [[maybe_unused]] const ValueRange normal{min_normal(b.format), max_finite(b.format)};
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
@@ -901,8 +884,7 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
                                                 : b.row_count();
   [[maybe_unused]] const bool team = threads > 1 && count >= kMinParallelItems;
   std::atomic<bool> stopped{false};
-  double w = worst;
-  PETSCMP_OMP(omp parallel for num_threads(threads) if (team) schedule(static) reduction(max : w))
+  PETSCMP_OMP(omp parallel for num_threads(threads) if (team) schedule(static))
   for (std::int64_t i = 0; i < count; ++i) {
     if (stopped.load(std::memory_order_relaxed)) continue;
     // the unit's rows: block rows [k0, k1), or the node's consecutive matrix rows
@@ -929,9 +911,6 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
       continue;
     }
     UnitWrite u;
-    u.track = track;
-    u.worst = std::max(w, 0.0); // (a thread's private w starts at the reduction's identity, -inf: every
-                                // lane would look changed, and exact values never raise it)
     u.range = range;
     u.exact = exact;
     if (nd) // entry e of the node's rows side by side, then e + 1
@@ -943,15 +922,8 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, bool track, double &wo
       encode_row(csr.values + start, csr.rowptr[row + 1] - start, end, vals + b.value_index(i, 0, start),
                  b.value_stride(i), u);
     }
-    if (u.recheck)
-      unit_rows([&](std::int64_t row) {
-        retrack_row<S>(csr.values + csr.rowptr[row], csr.rowptr[row + 1] - csr.rowptr[row], u.worst);
-        return true;
-      });
-    w = std::max(w, u.worst);
     if (fused && u.outside && !unit_rows(keep_row)) stopped.store(true, std::memory_order_relaxed);
   }
-  worst = w;
   return !stopped.load();
 }
 inline bool any_row(std::int64_t)
@@ -1017,8 +989,8 @@ template <typename S, typename Index> void shape_nodes(const CsrView<Index> &csr
 
 // Block b in its layout: memory from the pool, indices and padding, then the values.
 template <typename S, typename Index>
-bool fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceShape slices, RowBlock &b, bool track,
-                FormatStats &fs, BufferPool &pool, int threads, const RowFormatCheck<Index> *check)
+bool fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceShape slices, RowBlock &b,
+                BufferPool &pool, int threads, const RowFormatCheck<Index> *check)
 {
   if (!nodes.empty() || !slices.empty()) { // CSR order keeps a grouped block's offsets
     b.value_offsets.clear();
@@ -1041,10 +1013,9 @@ bool fill_block(const CsrView<Index> &csr, std::vector<NodeInfo> nodes, SliceSha
   } else {
     pool.lend(b.values.buffer(), static_cast<std::size_t>(b.nnz) * sizeof(S));
   }
-  if (!check) return write_values<S>(csr, b, track, fs.max_relative_error, any_row, threads);
+  if (!check) return write_values<S>(csr, b, any_row, threads);
   return write_values<S>(
-      csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return (*check)(row, b.format); }, threads,
-      check->fused_check(b.format));
+      csr, b, [&](std::int64_t row) { return (*check)(row, b.format); }, threads, check->fused_check(b.format));
 }
 
 void count_nodes(const RowBlock &b, StorageStats &stats)
@@ -1093,7 +1064,7 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
 // options allow them and padding is small), then the values, written once, and
 // the byte accounting.
 template <typename Index>
-bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threads, CompactCsr &out, BufferPool &pool,
+bool fill_blocks(const CsrView<Index> &csr, Layout layout, int threads, CompactCsr &out, BufferPool &pool,
                  std::vector<std::vector<NodeInfo>> &spare_nodes, const RowFormatCheck<Index> *check)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
@@ -1110,7 +1081,7 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool lossy, int threa
     }
     const bool written = dispatch_format(b.format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      return fill_block<S>(csr, std::move(nodes), std::move(slices), b, lossy, fs, pool, threads, check);
+      return fill_block<S>(csr, std::move(nodes), std::move(slices), b, pool, threads, check);
     });
     if (!written) return false;
     for (std::int64_t k = 0; k < b.row_count(); ++k)
@@ -1267,6 +1238,7 @@ bool assemble_copy(const CsrView<Index> &csr, const std::vector<Format> &row_for
   out.stats.nrows      = csr.nrows;
   out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
   out.stats.index_size = sizeof(Index);
+  forget_relative_errors(out.stats, opts.mode);
 
   const std::vector<Run> runs = find_runs(csr, row_formats);
   std::int64_t nonempty       = 0;
@@ -1281,7 +1253,7 @@ bool assemble_copy(const CsrView<Index> &csr, const std::vector<Format> &row_for
     shape_grouped(csr, row_formats, out);
   else
     shape_runs(csr, runs, out);
-  return fill_blocks(csr, opts.layout, storage_mode_is_lossy(opts.mode), opts.threads, out, pool, spare_nodes, check);
+  return fill_blocks(csr, opts.layout, opts.threads, out, pool, spare_nodes, check);
 }
 
 template <typename Index>
@@ -1313,15 +1285,11 @@ template <typename Index, typename Keeps, typename Fused>
 bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy, Keeps keeps, Fused fused)
 {
   check_build_options(opts);
-  const bool track = storage_mode_is_lossy(opts.mode);
-  for (FormatStats &fs : copy.stats.per_format)
-    fs.max_relative_error = 0.0;
+  forget_relative_errors(copy.stats, opts.mode);
   for (RowBlock &b : copy.blocks) {
-    FormatStats &fs = copy.stats.per_format[static_cast<int>(b.format)];
     const bool kept = dispatch_format(b.format, [&](auto tag) {
       return write_values<typename decltype(tag)::type>(
-          csr, b, track, fs.max_relative_error, [&](std::int64_t row) { return keeps(row, b.format); }, opts.threads,
-          fused(b.format));
+          csr, b, [&](std::int64_t row) { return keeps(row, b.format); }, opts.threads, fused(b.format));
     });
     if (!kept) return false;
   }
@@ -1562,6 +1530,29 @@ template <typename Index> void update_compact_parts(std::vector<CompactPart<Inde
   }
 }
 
+template <typename Index> void measure_relative_errors(const CsrView<Index> &csr, CompactCsr &copy)
+{
+  if (copy.stats.errors_measured) return;
+  check_view(csr);
+  if (copy.entry_split() || copy.nrows != csr.nrows || copy.stats.nnz != (csr.nrows ? csr.rowptr[csr.nrows] : 0))
+    throw StorageError("petscmp: the changes of a compact copy are measured against the matrix it was built from");
+  for (FormatStats &fs : copy.stats.per_format)
+    fs.max_relative_error = 0.0;
+  for (const RowBlock &b : copy.blocks) {
+    double &worst = copy.stats.per_format[static_cast<int>(b.format)].max_relative_error;
+    dispatch_format(b.format, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      for (std::int64_t k = 0; k < b.row_count(); ++k) {
+        const std::int64_t row = b.row(k);
+        for (std::int64_t e = csr.rowptr[row]; e < csr.rowptr[row + 1]; ++e)
+          note_change(csr.values[e], decode(encode_as<S>(csr.values[e])), worst);
+      }
+      return true;
+    });
+  }
+  copy.stats.errors_measured = true;
+}
+
 #define PETSCMP_INSTANTIATE_BUILDER(Index)                                                                             \
   template AbsSum abs_value_sum<Index>(const CsrView<Index> &);                                                        \
   template std::vector<Format> choose_row_formats<Index>(const std::vector<CsrView<Index>> &, const StorageOptions &); \
@@ -1572,7 +1563,8 @@ template <typename Index> void update_compact_parts(std::vector<CompactPart<Inde
   template bool refill_compact_values<Index>(const CsrView<Index> &, const std::vector<Format> &,                      \
                                              const StorageOptions &, CompactCsr &);                                    \
   template bool refill_compact_values<Index>(const CsrView<Index> &, const StorageOptions &, CompactCsr &);            \
-  template void update_compact_parts<Index>(std::vector<CompactPart<Index>> &);
+  template void update_compact_parts<Index>(std::vector<CompactPart<Index>> &);                                        \
+  template void measure_relative_errors<Index>(const CsrView<Index> &, CompactCsr &);
 PETSCMP_INSTANTIATE_BUILDER(std::int32_t)
 PETSCMP_INSTANTIATE_BUILDER(std::int64_t)
 #undef PETSCMP_INSTANTIATE_BUILDER

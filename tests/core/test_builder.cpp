@@ -229,10 +229,19 @@ double rel_err(double stored, double v)
 }
 
 // Every stored value is the master value rounded to its row's format, and the
-// statistics are those of what is stored.
+// statistics are those of what is stored (the largest changes as
+// measure_relative_errors finds them: a lossy build leaves them unmeasured).
 template <typename Index>
-void check_compact(const CompactCsr &A, const TestCsr<Index> &m, const std::vector<Format> &formats)
+void check_compact(const CompactCsr &built, const TestCsr<Index> &m, const std::vector<Format> &formats)
 {
+  for (const FormatStats &fs : built.stats.per_format) {
+    if (!built.stats.errors_measured) {
+      EXPECT_EQ(fs.max_relative_error, 0.0);
+    }
+  }
+  CompactCsr A = built;
+  measure_relative_errors(m.view(), A);
+  EXPECT_TRUE(A.stats.errors_measured);
   const Readback rb = read_back(A, m);
   FormatStats want[kFormatCount];
   std::int64_t value_bytes = 0;
@@ -858,8 +867,10 @@ TYPED_TEST(BuilderTest, Fp16MaxRelativeError)
     m.add_row(r);
   }
   const StorageOptions opts = with_mode(StorageMode::fp16);
-  const CompactCsr A        = build_compact_csr(m.view(), opts);
+  CompactCsr A              = build_compact_csr(m.view(), opts);
   const auto formats        = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+  EXPECT_FALSE(A.stats.errors_measured);
+  measure_relative_errors(m.view(), A);
   // the per-format maximum of |float16(a) - a| / |a|, with float16 done here by the
   // enumeration-free rule: a = m 2^e, keep 11 significant bits, ties to even
   double want16 = 0.0, want32 = 0.0;
@@ -885,6 +896,34 @@ TYPED_TEST(BuilderTest, Fp16MaxRelativeError)
   EXPECT_LE(want16, 0x1p-11);
   EXPECT_GT(A.stats.per_format[static_cast<int>(Format::fp32)].rows, 0);
   check_compact(A, m, formats);
+}
+
+// The largest changes are measured on demand, against the values the copy
+// holds: after a value-only refill they are those of the new values, and a
+// matrix of another shape is refused.
+TYPED_TEST(BuilderTest, RelativeErrorsMeasuredOnDemand)
+{
+  TestCsr<TypeParam> m;
+  m.add_row({1.0, 1.0 + 0x1p-9}); // bf16 rounds the second value (a tie, to even: 1)
+  m.add_row({3.0});               // exact in bf16
+  const StorageOptions opts = with_mode(StorageMode::bf16);
+  CompactCsr A              = build_compact_csr(m.view(), opts);
+  EXPECT_FALSE(A.stats.errors_measured);
+  measure_relative_errors(m.view(), A);
+  const double first = A.stats.per_format[static_cast<int>(Format::bf16)].max_relative_error;
+  EXPECT_EQ(first, 0x1p-9 / (1.0 + 0x1p-9));
+  m.vals[1] = 1.0 + 0x1p-7; // now exact: the refill forgets the old figure
+  ASSERT_TRUE(refill_compact_values(m.view(), opts, A));
+  EXPECT_FALSE(A.stats.errors_measured);
+  EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::bf16)].max_relative_error, 0.0);
+  measure_relative_errors(m.view(), A);
+  EXPECT_EQ(A.stats.per_format[static_cast<int>(Format::bf16)].max_relative_error, 0.0);
+  A.stats.errors_measured = false;
+  TestCsr<TypeParam> other;
+  other.add_row({1.0});
+  EXPECT_THROW(measure_relative_errors(other.view(), A), StorageError);
+  // lossless copies change nothing: measured from the start
+  EXPECT_TRUE(build_compact_csr(m.view(), with_mode(StorageMode::lossless)).stats.errors_measured);
 }
 
 TEST(Builder, ModeNames)
@@ -1224,6 +1263,7 @@ void expect_same_copy(const CompactCsr &a, const CompactCsr &b)
     EXPECT_EQ(0, std::memcmp(x.values.as<unsigned char>(), y.values.as<unsigned char>(), x.values.size()))
         << "block " << i << " stores other bytes";
   }
+  EXPECT_EQ(a.stats.errors_measured, b.stats.errors_measured);
   for (int f = 0; f < kFormatCount; ++f) {
     EXPECT_EQ(a.stats.per_format[f].rows, b.stats.per_format[f].rows);
     EXPECT_EQ(a.stats.per_format[f].nnz, b.stats.per_format[f].nnz);

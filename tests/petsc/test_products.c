@@ -115,6 +115,22 @@ static PetscErrorCode CheckInfo(Mat Amp, Mat Aaij, const LossyCase *lc, const ch
     TEST_CHECK(comm, info.max_rel_error[f] <= bound, "%s: max_rel_error[%s] = %g exceeds %g", label, PetscMPFormats[f], (double)info.max_rel_error[f], bound);
     TEST_CHECK(comm, info.max_rel_error[f] >= 0 && info.rows[f] >= 0 && info.nnz[f] >= 0, "%s: negative info for %s", label, PetscMPFormats[f]);
   }
+  if (lc && lc->storage == MAT_AIJMP_FP32 && info.rows[PETSCMP_FP32] == M) {
+    /* every row in fp32: the reported change is the largest |float(a) - a|/|a| over the values (measured on demand) */
+    PetscInt           lo, hi, n;
+    const PetscScalar *v;
+    double             want = 0.0;
+    PetscCall(MatGetOwnershipRange(Aaij, &lo, &hi));
+    for (PetscInt i = lo; i < hi; i++) {
+      PetscCall(MatGetRow(Aaij, i, &n, NULL, &v));
+      for (PetscInt k = 0; k < n; k++)
+        if (v[k] != 0.0) want = PetscMax(want, PetscAbsReal((double)(float)v[k] - v[k]) / PetscAbsReal(v[k]));
+      PetscCall(MatRestoreRow(Aaij, i, &n, NULL, &v));
+    }
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &want, 1, MPI_DOUBLE, MPI_MAX, comm));
+    TEST_CHECK(comm, want > 0 && info.max_rel_error[PETSCMP_FP32] == want, "%s: max_rel_error[fp32] = %g, the values' largest change is %g", label,
+               (double)info.max_rel_error[PETSCMP_FP32], want);
+  }
   TEST_CHECK(comm, nnz == (PetscInt64)minfo.nz_used, "%s: info nonzeros sum to %" PetscInt64_FMT ", the matrix has %.0f", label, nnz, minfo.nz_used);
   if (!lc || lc->storage != MAT_AIJMP_ENTRYSPLIT) TEST_CHECK(comm, rows == (PetscInt64)M, "%s: info rows sum to %" PetscInt64_FMT ", the matrix has %" PetscInt_FMT, label, rows, M);
   TEST_CHECK(comm, info.lossy == (lc ? PETSC_TRUE : PETSC_FALSE), "%s: info.lossy = %d", label, (int)info.lossy);

@@ -329,6 +329,11 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
     PetscCall(SeqAIJMPUsesCompact(A, &uses));
     if (!uses) drop_compact_values(d);
   }
+  if (!d->compact->stats.errors_measured) { // measured on demand: the builds do not track them
+    CsrView<PetscInt> view;
+    PetscCall(SeqAIJCsrView(A, view));
+    PetscCall(guarded([&] { measure_relative_errors(view, *d->compact); }));
+  }
   PetscCall(AIJMPAccumulateInfo(*d->compact, *info));
   { // AIJ's bytes as its inode kernel reads them, where SeqAIJ uses one
     PetscInt nodes;

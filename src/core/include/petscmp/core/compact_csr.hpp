@@ -254,7 +254,7 @@ struct SplitPart {
 
 struct FormatStats {
   std::int64_t rows = 0, nnz = 0;
-  double max_relative_error = 0.0; // largest |stored - a| / |a| actually introduced
+  double max_relative_error = 0.0; // largest |stored - a| / |a| actually introduced (see errors_measured)
 };
 
 struct StorageStats {
@@ -270,6 +270,10 @@ struct StorageStats {
   std::int64_t value_bytes                     = 0; // bytes of stored values
   std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
   int index_size           = 4; // bytes of one master index
+  // Whether per_format[].max_relative_error holds the measured changes. A
+  // lossy build or refill does not track them (a quarter of a bf16 refill):
+  // measure_relative_errors does, when they are asked for.
+  bool errors_measured = true;
   double aij_bytes() const
   {
     return static_cast<double>(nnz) * (8 + index_size) + static_cast<double>(nrows + 1) * index_size;
@@ -354,6 +358,14 @@ template <typename Index> struct CompactPart {
 // when a row needs another format, the formats are chosen first and each part
 // is refilled or assembled with them.
 template <typename Index> void update_compact_parts(std::vector<CompactPart<Index>> &parts);
+
+// Fills copy.stats.per_format[].max_relative_error, the largest relative
+// change |stored - a| / |a| of an entry of each format (Inf where a value
+// became Inf or 0 from a nonzero), and sets errors_measured; nothing to do
+// when they are measured already. One pass over csr's values, which must be
+// the values copy holds (its master, unchanged since the build or refill);
+// the compact values themselves are not read (they may have been dropped).
+template <typename Index> void measure_relative_errors(const CsrView<Index> &csr, CompactCsr &copy);
 
 // Builds the entry split of one part.
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts);
