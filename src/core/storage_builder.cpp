@@ -407,12 +407,41 @@ template <typename Index> SliceShape slice_shape_of(const CsrView<Index> &csr, c
 // that are consecutive matrix rows with one column pattern; each node's
 // columns as 16-bit offsets from its smallest column where they fit. False
 // when a column does not fit 32 bits (the node layout cannot hold the block).
-// The rows of the node that starts at block row k.
-template <typename Index> int node_rows_at(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k)
+// The view's runs of rows known to share their columns, asked in increasing
+// row order (a cursor).
+template <typename Index> class KnownRuns {
+public:
+  struct Run {
+    std::int64_t rows; // rows from the asked one on, it included, known to have its columns (1 when unknown)
+    bool maximal;      // the row after them is known to have other columns
+  };
+  explicit KnownRuns(const CsrView<Index> &csr)
+      : sizes_(csr.run_sizes), count_(csr.run_sizes ? csr.runs : 0), limit_(csr.run_limit)
+  {
+  }
+  Run from(std::int64_t row)
+  {
+    while (at_ < count_ && start_ + sizes_[at_] <= row)
+      start_ += sizes_[at_++];
+    if (at_ >= count_ || row < start_) return {1, false};
+    return {start_ + sizes_[at_] - row, limit_ > 0 && sizes_[at_] < limit_};
+  }
+
+private:
+  const Index *sizes_;
+  std::int64_t count_, limit_, at_ = 0, start_ = 0;
+};
+
+// The rows of the node that starts at block row k: rows inside one known run
+// share their columns; past a maximal run they do not; else they are compared.
+template <typename Index>
+int node_rows_at(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k, KnownRuns<Index> &known)
 {
   const std::int64_t row = b.row(k), nrows = b.row_count();
-  int s = 1;
-  while (s < kMaxNodeRows && k + s < nrows && b.row(k + s) == row + s && same_pattern<Index>(csr, row, row + s))
+  const auto run = known.from(row);
+  int s          = 1;
+  while (s < kMaxNodeRows && k + s < nrows && b.row(k + s) == row + s &&
+         (s < run.rows || (!run.maximal && same_pattern<Index>(csr, row, row + s))))
     ++s;
   return s;
 }
@@ -431,9 +460,10 @@ template <typename Index> NodeSizes node_sizes(const CsrView<Index> &csr, const 
 {
   constexpr std::int64_t kProbeRows = 4096;
   NodeSizes ns;
+  KnownRuns<Index> known(csr);
   bool keep = true;
   for (std::int64_t k = 0; k < b.row_count() && ns.count <= limit;) {
-    const int s = node_rows_at(csr, b, k);
+    const int s = node_rows_at(csr, b, k, known);
     if (keep) ns.sizes.push_back(static_cast<std::uint8_t>(s));
     ++ns.count;
     k += s;
@@ -456,9 +486,10 @@ bool find_nodes(const CsrView<Index> &csr, const RowBlock &b, const NodeSizes &n
   nodes.clear();
   nodes.reserve(static_cast<std::size_t>(ns.count)); // no reallocation (copies, fresh pages) while growing
   const bool kept = static_cast<std::int64_t>(ns.sizes.size()) == ns.count;
+  KnownRuns<Index> known(csr);
   for (std::int64_t k = 0; k < nrows;) {
     const std::int64_t row = b.row(k), start = csr.rowptr[row], n = csr.rowptr[row + 1] - start;
-    const int s = kept ? ns.sizes[nodes.size()] : node_rows_at(csr, b, k);
+    const int s = kept ? ns.sizes[nodes.size()] : node_rows_at(csr, b, k, known);
     NodeInfo nd;
     nd.first  = k;
     nd.rows   = static_cast<std::uint8_t>(s);
@@ -1120,6 +1151,14 @@ template <typename Index> void check_view(const CsrView<Index> &csr)
   if (csr.nrows < 0 || csr.ncols < 0) throw StorageError("petscmp: negative matrix dimensions");
   if (csr.nrows > 0 && (!csr.rowptr || (csr.rowptr[csr.nrows] > 0 && (!csr.cols || !csr.values))))
     throw StorageError("petscmp: the CSR arrays of the matrix are missing");
+  if (csr.run_sizes) {
+    std::int64_t rows = 0;
+    for (Index r = 0; r < csr.runs; ++r) {
+      if (csr.run_sizes[r] < 1) throw StorageError("petscmp: a run of rows with one pattern must hold a row");
+      rows += csr.run_sizes[r];
+    }
+    if (rows != csr.nrows) throw StorageError("petscmp: the runs of rows with one pattern do not cover the rows");
+  }
 }
 
 } // namespace

@@ -1311,6 +1311,68 @@ template <typename Index> TestCsr<Index> fp16_node_matrix(std::mt19937_64 &rng, 
 }
 } // namespace
 
+// Runs of consecutive rows with one pattern, as PETSc's inodes give them: the
+// maximal runs of rows with equal columns, cut every `limit` rows and, with
+// split_at_random, at random places too.
+template <typename Index>
+std::vector<Index> pattern_runs(const TestCsr<Index> &m, int limit, bool split_at_random, std::mt19937_64 &rng)
+{
+  std::vector<Index> runs;
+  for (Index i = 0; i < m.nrows;) {
+    Index n = 1;
+    while (i + n < m.nrows && n < limit && (!split_at_random || rng() % 3 != 0) &&
+           same_pattern(m.view(), static_cast<std::int64_t>(i), static_cast<std::int64_t>(i + n)))
+      ++n;
+    runs.push_back(n);
+    i += n;
+  }
+  return runs;
+}
+
+// Rows known to share their columns (PETSc's inodes) are not compared again;
+// the copy is the one built without the runs, byte for byte, however the runs
+// cut the nodes (PETSc's limit of 5 rows, random cuts, one row each), whether
+// runs shorter than the limit are known maximal, and whatever the rows' formats. Runs that do not cover the rows are
+// refused.
+TYPED_TEST(BuilderTest, KnownPatternRunsGiveTheSameNodes)
+{
+  std::mt19937_64 rng(41);
+  for (Layout layout : {Layout::automatic, Layout::node})
+    for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16})
+      for (int cut = 0; cut < 3; ++cut) {
+        SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout) + " cut " +
+                     std::to_string(cut));
+        const TestCsr<TypeParam> m        = node_matrix<TypeParam>(rng, 600);
+        const std::vector<TypeParam> runs = pattern_runs(m, cut == 0 ? 5 : cut == 1 ? 8 : 1, cut == 1, rng);
+        CsrView<TypeParam> hinted         = m.view();
+        hinted.run_sizes                  = runs.data();
+        hinted.runs                       = static_cast<TypeParam>(runs.size());
+        hinted.run_limit                  = cut == 1 ? 0 : cut == 0 ? 5 : 1; // random cuts: no run is known maximal
+        const StorageOptions opts         = with_mode(mode, layout);
+        const CompactCsr plain            = build_compact_csr(m.view(), opts);
+        if (layout == Layout::node || mode == StorageMode::fp32) { // one format: the automatic layout takes nodes
+          EXPECT_GT(plain.stats.node_rows, 0);
+        }
+        expect_same_copy(build_compact_csr(hinted, opts), plain);
+        // the MPI update, both parts hinted
+        std::vector<CompactPart<TypeParam>> parts(2);
+        for (auto &p : parts) {
+          p.csr  = hinted;
+          p.opts = opts;
+        }
+        update_compact_parts(parts);
+        expect_same_copy(parts[0].copy, plain);
+      }
+  const TestCsr<TypeParam> m = node_matrix<TypeParam>(rng, 20);
+  std::vector<TypeParam> short_runs{5, 5, 5}, empty_run{10, 0, 10};
+  CsrView<TypeParam> bad = m.view();
+  bad.run_sizes          = short_runs.data();
+  bad.runs               = 3;
+  EXPECT_THROW(build_compact_csr(bad, with_mode(StorageMode::fp32, Layout::node)), StorageError);
+  bad.run_sizes = empty_run.data();
+  EXPECT_THROW(build_compact_csr(bad, with_mode(StorageMode::fp32, Layout::node)), StorageError);
+}
+
 TYPED_TEST(BuilderTest, ValueOnlyRefillEqualsFreshBuild)
 {
   std::mt19937_64 rng(7);

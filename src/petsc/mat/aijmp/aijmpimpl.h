@@ -139,6 +139,32 @@ inline PetscErrorCode SeqAIJCsrView(Mat A, CsrView<PetscInt> &view)
   PetscFunctionReturn(0);
 }
 
+// The view a build reads: SeqAIJCsrView plus PETSc's inodes as runs of rows
+// with one pattern (PETSc keeps them current with the nonzero pattern: they are
+// recomputed at every assembly that changes it), so that the node layout does
+// not compare the columns of rows PETSc has already compared. Sizes that do not
+// cover the rows are not passed. An inode shorter than PETSc's limit ended at a
+// row with other columns (MatSeqAIJCheckInode).
+inline PetscErrorCode SeqAIJBuildView(Mat A, CsrView<PetscInt> &view)
+{
+  PetscInt nodes = 0, *sizes = nullptr, limit;
+
+  PetscFunctionBegin;
+  PetscCall(SeqAIJCsrView(A, view));
+  PetscCall(MatInodeGetInodeSizes(A, &nodes, &sizes, &limit));
+  if (!sizes || nodes <= 0) PetscFunctionReturn(0);
+  PetscInt64 rows = 0;
+  for (PetscInt k = 0; k < nodes; ++k) {
+    if (sizes[k] < 1) PetscFunctionReturn(0);
+    rows += sizes[k];
+  }
+  if (rows != view.nrows) PetscFunctionReturn(0);
+  view.run_sizes = sizes;
+  view.runs      = nodes;
+  view.run_limit = limit; // PETSc cuts an inode only at this many rows
+  PetscFunctionReturn(0);
+}
+
 // Options and settings (aijmp_options.cxx in spirit; shared by seq and MPI)
 PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s);
 PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s);

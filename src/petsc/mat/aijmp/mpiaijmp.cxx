@@ -77,8 +77,8 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
 
   PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
   CsrView<PetscInt> vd, vo;
-  PetscCall(SeqAIJCsrView(Ad, vd));
-  PetscCall(SeqAIJCsrView(Ao, vo));
+  PetscCall(SeqAIJBuildView(Ad, vd));
+  PetscCall(SeqAIJBuildView(Ao, vo));
   StorageOptions od = base, oo = base;
   od.threads = oo.threads = AIJMPThreadCount(d->settings);
   PetscCall(SeqAIJMPSumOrder(Ad, &od.order));

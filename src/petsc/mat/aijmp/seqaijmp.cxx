@@ -36,7 +36,7 @@ PetscErrorCode build_compact(Mat A)
 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, d->settings));
-  PetscCall(SeqAIJCsrView(A, view));
+  PetscCall(SeqAIJBuildView(A, view));
   StorageOptions opts = d->settings.opts;
   opts.threads        = AIJMPThreadCount(d->settings);
   PetscCall(SeqAIJMPSumOrder(A, &opts.order));

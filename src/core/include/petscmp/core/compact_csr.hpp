@@ -112,6 +112,15 @@ template <typename Index> struct CsrView {
   const Index *rowptr  = nullptr;
   const Index *cols    = nullptr;
   const double *values = nullptr;
+  // Optional: runs of consecutive rows known to have the same columns (PETSc's
+  // inodes), run_sizes[0..runs) in row order, covering every row. The node
+  // layout then compares the columns of rows only across runs, not inside one;
+  // the nodes are the same either way. With run_limit > 0, a run shorter than
+  // it is known to be maximal (the next row has other columns: PETSc cuts its
+  // inodes only at run_limit rows), and is not compared with the next one.
+  const Index *run_sizes = nullptr;
+  Index runs             = 0;
+  Index run_limit        = 0;
 };
 
 // Whether rows i and j of csr have the same columns (a node, or a supervariable).
