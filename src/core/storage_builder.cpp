@@ -604,6 +604,8 @@ public:
       const __mmask8 kept = (_mm512_cmp_pd_mask(a, lo_, _CMP_GE_OQ) & _mm512_cmp_pd_mask(a, hi_, _CMP_LE_OQ)) |
                             _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_EQ_OQ);
       outside_ |= m & static_cast<__mmask8>(~kept);
+      // bf16's normal range has a shorter encoder; lanes outside it are flagged, and rewritten by write_values
+      if constexpr (std::is_same_v<S, bf16_t>) return simd::encode8_bf16_in_normal_range(x);
     }
     const simd::Encoded8<S> enc = simd::encode8_as<S>(x);
     if (u_.exact)
@@ -941,19 +943,31 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
       stopped.store(true, std::memory_order_relaxed);
       continue;
     }
+    const auto write_unit = [&](UnitWrite &u) {
+      if (nd) // entry e of the node's rows side by side, then e + 1
+        write_node<S>(csr, *nd, row0, vals, end, u);
+      else if (by_slice)
+        write_slice<S>(csr, b, i, vals, u);
+      else {
+        const std::int64_t row = b.row(i), start = csr.rowptr[row];
+        encode_row(csr.values + start, csr.rowptr[row + 1] - start, end, vals + b.value_index(i, 0, start),
+                   b.value_stride(i), u);
+      }
+    };
     UnitWrite u;
     u.range = range;
     u.exact = exact;
-    if (nd) // entry e of the node's rows side by side, then e + 1
-      write_node<S>(csr, *nd, row0, vals, end, u);
-    else if (by_slice)
-      write_slice<S>(csr, b, i, vals, u);
-    else {
-      const std::int64_t row = b.row(i), start = csr.rowptr[row];
-      encode_row(csr.values + start, csr.rowptr[row + 1] - start, end, vals + b.value_index(i, 0, start),
-                 b.value_stride(i), u);
+    write_unit(u);
+    if (fused && u.outside) {
+      if (!unit_rows(keep_row)) {
+        stopped.store(true, std::memory_order_relaxed);
+        continue;
+      }
+      if (range && std::is_same_v<S, bf16_t>) { // it keeps bf16: its flagged values need the general encoder
+        UnitWrite general;
+        write_unit(general);
+      }
     }
-    if (fused && u.outside && !unit_rows(keep_row)) stopped.store(true, std::memory_order_relaxed);
   }
   return !stopped.load();
 }

@@ -36,16 +36,17 @@ double fp16_value(std::uint16_t p)
 double bf16_value(std::uint16_t p)
 {
   const int e = (p >> 7) & 255, m = p & 127;
-  const double mag = e == 0 ? std::ldexp(m, -133) : (e == 255 ? (m ? std::nan("") : kInf) : std::ldexp(128 + m, e - 134));
+  const double mag =
+      e == 0 ? std::ldexp(m, -133) : (e == 255 ? (m ? std::nan("") : kInf) : std::ldexp(128 + m, e - 134));
   return (p & 0x8000) ? -mag : mag;
 }
 
 // Round to nearest, ties to even, by enumeration: the finite nonnegative values
 // of a format sorted, the two neighbours of |v| found by binary search.
 struct RneTable {
-  std::vector<double> vals;       // ascending, finite, nonnegative
+  std::vector<double> vals; // ascending, finite, nonnegative
   std::vector<std::uint16_t> pats;
-  double overflow_at;             // |v| >= this rounds to Inf (max + half an ulp of max)
+  double overflow_at; // |v| >= this rounds to Inf (max + half an ulp of max)
   std::uint16_t inf, sign;
 };
 
@@ -59,7 +60,7 @@ RneTable make_table(double (*value)(std::uint16_t), int exp_bits, int man_bits)
     t.pats.push_back(static_cast<std::uint16_t>(p));
   }
   const double max = t.vals.back(), below = t.vals[t.vals.size() - 2];
-  t.overflow_at    = max + (max - below) / 2; // exact: a power of two apart
+  t.overflow_at = max + (max - below) / 2; // exact: a power of two apart
   return t;
 }
 
@@ -95,10 +96,12 @@ std::vector<double> sample_values(const RneTable &t, std::uint64_t seed, std::si
   std::mt19937_64 rng(seed);
   std::vector<double> out;
   out.reserve(n + 64);
-  const double specials[] = {0.0, -0.0, kInf, -kInf, DBL_MAX, -DBL_MAX, DBL_MIN, DBL_TRUE_MIN, -DBL_TRUE_MIN,
-                             1e-310, -1e-310, 65504.0, 65519.99, 65520.0, 65536.0, 0x1.fep127, 0x1.ffp127, 0x1.fefffp127,
-                             1e40, -1e40, 1e-45, 0x1p-24, 0x1p-25, 0x1p-133, 0x1p-134, 0x1.8p-134};
-  for (double s : specials) out.push_back(s);
+  const double specials[] = {0.0,          -0.0,          kInf,       -kInf,         DBL_MAX,   -DBL_MAX, DBL_MIN,
+                             DBL_TRUE_MIN, -DBL_TRUE_MIN, 1e-310,     -1e-310,       65504.0,   65519.99, 65520.0,
+                             65536.0,      0x1.fep127,    0x1.ffp127, 0x1.fefffp127, 1e40,      -1e40,    1e-45,
+                             0x1p-24,      0x1p-25,       0x1p-133,   0x1p-134,      0x1.8p-134};
+  for (double s : specials)
+    out.push_back(s);
   std::uniform_int_distribution<std::size_t> pick(0, t.vals.size() - 2);
   while (out.size() < n) {
     const int kind = static_cast<int>(rng() % 4);
@@ -157,8 +160,8 @@ TEST(Formats, Bf16DecodeAndRoundTripAllPatterns)
 {
   for (std::uint32_t p = 0; p < 65536; ++p) {
     const bf16_t s{static_cast<std::uint16_t>(p)};
-    const double d = decode(s);
-    const float f  = float_from_bits(p << 16);
+    const double d    = decode(s);
+    const float f     = float_from_bits(p << 16);
     const bf16_t back = encode_as<bf16_t>(d);
     if (is_nan16(s.bits, 8, 7)) {
       ASSERT_TRUE(std::isnan(d)) << std::hex << p;
@@ -204,10 +207,24 @@ TEST(Formats, Bf16EncodeMatchesEnumeratedRne)
 TEST(Formats, Fp32EncoderMatchesHardware)
 {
   std::mt19937_64 rng(3);
-  std::vector<double> vs = {0.0, -0.0, kInf, -kInf, DBL_MAX, -DBL_MAX, 1e-310, -1e-310, DBL_TRUE_MIN,
-                            static_cast<double>(FLT_MAX), std::nextafter(static_cast<double>(FLT_MAX), kInf),
-                            0x1.ffffffp127, std::nextafter(0x1.ffffffp127, 0.0), 0x1p-149, 0x1p-150,
-                            std::nextafter(0x1p-150, 1.0), 0x1.8p-149, 0x1.fffffep-127};
+  std::vector<double> vs = {0.0,
+                            -0.0,
+                            kInf,
+                            -kInf,
+                            DBL_MAX,
+                            -DBL_MAX,
+                            1e-310,
+                            -1e-310,
+                            DBL_TRUE_MIN,
+                            static_cast<double>(FLT_MAX),
+                            std::nextafter(static_cast<double>(FLT_MAX), kInf),
+                            0x1.ffffffp127,
+                            std::nextafter(0x1.ffffffp127, 0.0),
+                            0x1p-149,
+                            0x1p-150,
+                            std::nextafter(0x1p-150, 1.0),
+                            0x1.8p-149,
+                            0x1.fffffep-127};
   for (int i = 0; i < 400000; ++i) {
     vs.push_back(random_double(rng, -160, 130)); // float subnormals .. overflow
     // midpoints between adjacent floats and their neighbours
@@ -241,17 +258,17 @@ TEST(Formats, Fp16SpecificCases)
   auto enc = [](double v) { return encode_as<fp16_t>(v).bits; };
   auto rt  = [](double v) { return decode(encode_as<fp16_t>(v)); };
   EXPECT_EQ(enc(1.0), 0x3c00);
-  EXPECT_EQ(rt(1.0 + 0x1p-11), 1.0);                // tie, 1.0 is even
-  EXPECT_EQ(rt(1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);   // tie, rounds up to the even neighbour
+  EXPECT_EQ(rt(1.0 + 0x1p-11), 1.0);                     // tie, 1.0 is even
+  EXPECT_EQ(rt(1.0 + 3 * 0x1p-11), 1.0 + 0x1p-9);        // tie, rounds up to the even neighbour
   EXPECT_EQ(rt(1.0 + 0x1p-11 + 0x1p-40), 1.0 + 0x1p-10); // just above the tie
-  EXPECT_EQ(enc(0x1p-24), 0x0001);                  // smallest subnormal
-  EXPECT_EQ(enc(0x1p-25), 0x0000);                  // half of it: tie to even (zero)
-  EXPECT_EQ(enc(-0x1p-25), 0x8000);                 // ... keeping the sign
+  EXPECT_EQ(enc(0x1p-24), 0x0001);                       // smallest subnormal
+  EXPECT_EQ(enc(0x1p-25), 0x0000);                       // half of it: tie to even (zero)
+  EXPECT_EQ(enc(-0x1p-25), 0x8000);                      // ... keeping the sign
   EXPECT_EQ(enc(std::nextafter(0x1p-25, 1.0)), 0x0001);
-  EXPECT_EQ(enc(0x1.8p-24), 0x0002);                // 1.5 * 2^-24: tie, to the even 2 * 2^-24
-  EXPECT_EQ(enc(0x1p-14), 0x0400);                  // smallest normal
-  EXPECT_EQ(enc(0x1.ff8p-15), 0x03ff);              // largest subnormal
-  EXPECT_EQ(enc(0x1.ffcp-15), 0x0400);              // largest subnormal + half ulp: tie, carries into the normal range
+  EXPECT_EQ(enc(0x1.8p-24), 0x0002);   // 1.5 * 2^-24: tie, to the even 2 * 2^-24
+  EXPECT_EQ(enc(0x1p-14), 0x0400);     // smallest normal
+  EXPECT_EQ(enc(0x1.ff8p-15), 0x03ff); // largest subnormal
+  EXPECT_EQ(enc(0x1.ffcp-15), 0x0400); // largest subnormal + half ulp: tie, carries into the normal range
   EXPECT_EQ(enc(65504.0), 0x7bff);
   EXPECT_EQ(enc(65519.99), 0x7bff);
   EXPECT_EQ(enc(std::nextafter(65520.0, 0.0)), 0x7bff);
@@ -275,7 +292,7 @@ TEST(Formats, Bf16SpecificCases)
 {
   auto enc = [](double v) { return encode_as<bf16_t>(v).bits; };
   EXPECT_EQ(enc(1.0), 0x3f80);
-  EXPECT_EQ(enc(1.0 + 0x1p-8), 0x3f80);             // tie to even
+  EXPECT_EQ(enc(1.0 + 0x1p-8), 0x3f80); // tie to even
   EXPECT_EQ(enc(1.0 + 3 * 0x1p-8), 0x3f82);
   EXPECT_EQ(enc(0x1.fep127), 0x7f7f);
   EXPECT_EQ(enc(std::nextafter(0x1.ffp127, 0.0)), 0x7f7f);
@@ -410,10 +427,10 @@ TEST(Formats, RelativeErrorWithinUnitRoundoff)
 {
   std::mt19937_64 rng(5);
   for (int i = 0; i < kFormatCount; ++i) {
-    const Format f  = static_cast<Format>(i);
-    const int emin  = std::ilogb(min_normal(f)), emax = std::ilogb(max_finite(f));
-    const double u  = unit_roundoff(f);
-    double worst    = 0.0;
+    const Format f = static_cast<Format>(i);
+    const int emin = std::ilogb(min_normal(f)), emax = std::ilogb(max_finite(f));
+    const double u = unit_roundoff(f);
+    double worst   = 0.0;
     for (int k = 0; k < 100000; ++k) {
       double v = random_double(rng, emin, emax);
       if (std::fabs(v) > max_finite(f)) v = std::copysign(max_finite(f), v);
@@ -425,8 +442,10 @@ TEST(Formats, RelativeErrorWithinUnitRoundoff)
       worst = std::max(worst, err);
     }
     // The bound is attained to within a factor 2 (it is not a loose bound).
-    if (f != Format::fp64) EXPECT_GT(worst, u / 2) << format_name(f);
-    else EXPECT_EQ(worst, 0.0);
+    if (f != Format::fp64)
+      EXPECT_GT(worst, u / 2) << format_name(f);
+    else
+      EXPECT_EQ(worst, 0.0);
   }
 }
 
@@ -445,8 +464,8 @@ TEST(Formats, RelativeErrorSpecials)
 
 TEST(Formats, NamesParseAndBytes)
 {
-  const char *names[]        = {"fp64", "fp32", "fp16", "bf16", "fp11_20", "fp11_4"};
-  const std::size_t bytes[]  = {8, 4, 2, 2, 4, 2};
+  const char *names[]       = {"fp64", "fp32", "fp16", "bf16", "fp11_20", "fp11_4"};
+  const std::size_t bytes[] = {8, 4, 2, 2, 4, 2};
   for (int i = 0; i < kFormatCount; ++i) {
     const Format f = static_cast<Format>(i);
     EXPECT_EQ(std::string(format_name(f)), names[i]);
@@ -476,9 +495,10 @@ namespace {
 template <typename S> void check_encode8(const std::vector<double> &values)
 {
   for (std::size_t i = 0; i + 8 <= values.size(); i += 8) {
-    const __m512d v = _mm512_loadu_pd(values.data() + i);
+    const __m512d v          = _mm512_loadu_pd(values.data() + i);
     const __mmask8 nonfinite = simd::nonfinite_lanes(v, 0xff);
-    for (int k = 0; k < 8; ++k) ASSERT_EQ(((nonfinite >> k) & 1) != 0, !std::isfinite(values[i + k])) << values[i + k];
+    for (int k = 0; k < 8; ++k)
+      ASSERT_EQ(((nonfinite >> k) & 1) != 0, !std::isfinite(values[i + k])) << values[i + k];
     if (nonfinite) continue;
     const simd::Encoded8<S> enc = simd::encode8_as<S>(v);
     S got[8];
@@ -497,25 +517,98 @@ template <typename S> void check_encode8(const std::vector<double> &values)
 
 TEST(Formats, Encode8MatchesScalarEncoders)
 {
-  std::vector<double> values = {0.0, -0.0, 65504.0, 65505.0, 65519.99, 65520.0, 0x1p-14, 0x1p-24, 0x1.8p-25, 0x1p-25,
-                                0x1p-26, 0x1.fep127, 0x1.ffp127, 0x1p-126, 0x1p-133, 0x1p-149, 0x1p-150, FLT_MAX,
-                                0x1.fffffefffffffp127, DBL_MAX, DBL_MIN, 0x1p-1074, 1.0 + 0x1p-23, 1.0 + 0x1p-24,
-                                1.0 + 0x1p-10, 1.0 + 0x1p-11, 3.0, -7.5, 0.1, 1e300, -1e-300, 1.5 + 0x1p-8,
-                                std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                65504.0,
+                                65505.0,
+                                65519.99,
+                                65520.0,
+                                0x1p-14,
+                                0x1p-24,
+                                0x1.8p-25,
+                                0x1p-25,
+                                0x1p-26,
+                                0x1.fep127,
+                                0x1.ffp127,
+                                0x1p-126,
+                                0x1p-133,
+                                0x1p-149,
+                                0x1p-150,
+                                FLT_MAX,
+                                0x1.fffffefffffffp127,
+                                DBL_MAX,
+                                DBL_MIN,
+                                0x1p-1074,
+                                1.0 + 0x1p-23,
+                                1.0 + 0x1p-24,
+                                1.0 + 0x1p-10,
+                                1.0 + 0x1p-11,
+                                3.0,
+                                -7.5,
+                                0.1,
+                                1e300,
+                                -1e-300,
+                                1.5 + 0x1p-8,
+                                std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::quiet_NaN()};
   std::mt19937_64 rng(2024);
   for (int i = 0; i < 200000; ++i) {
-    const int e  = static_cast<int>(rng() % 340) - 170; // around every format's range, subnormals included
-    double v     = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
+    const int e = static_cast<int>(rng() % 340) - 170; // around every format's range, subnormals included
+    double v    = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
     if (i % 7 == 0) v = double_from_bits(rng()); // any bit pattern, NaN and Inf included
     if (i % 5 == 0) v = double_from_bits(double_bits(v) & 0xfffffffff0000000ull); // ties of the narrow formats
     values.push_back(v);
   }
-  while (values.size() % 8) values.push_back(1.0);
+  while (values.size() % 8)
+    values.push_back(1.0);
   check_encode8<double>(values);
   check_encode8<float>(values);
   check_encode8<fp16_t>(values);
   check_encode8<bf16_t>(values);
   check_encode8<fp11_20_t>(values);
   check_encode8<fp11_4_t>(values);
+}
+
+// The short bf16 encoder of uniform bf16 copies gives encode_as's bits for 0
+// and every magnitude in bf16's normal range (ties, the range's ends, values
+// that round up to the next binade), and other bits for some subnormals.
+TEST(Formats, Bf16NormalRangeEncoderMatchesScalarInItsRange)
+{
+  const double lo = 0x1p-126, hi = 0x1.fep127;
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                lo,
+                                -lo,
+                                hi,
+                                -hi,
+                                1.0 + 0x1p-8,
+                                1.0 + 0x1p-8 + 0x1p-9,
+                                1.0 + 0x1p-9,
+                                0x1.ffp0,
+                                0x1.fe8p0,
+                                0x1.fffffffffffffp0,
+                                0x1.fdfffffffffffp127};
+  std::mt19937_64 rng(77);
+  for (int i = 0; i < 200000; ++i) {
+    double v = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, static_cast<int>(rng() % 253) - 126);
+    if (i % 3 == 0) v = double_from_bits(double_bits(v) & 0xffffe00000000000ull) + 0.0; // ties and exact values
+    values.push_back(rng() & 1 ? v : -v);
+  }
+  while (values.size() % 8)
+    values.push_back(1.0);
+  for (std::size_t i = 0; i < values.size(); i += 8) {
+    bf16_t got[8];
+    simd::encode8_bf16_in_normal_range(_mm512_loadu_pd(values.data() + i)).store_all(got);
+    for (int k = 0; k < 8; ++k) {
+      const double v = values[i + k];
+      ASSERT_TRUE(v == 0.0 || (std::fabs(v) >= lo && std::fabs(v) <= hi)) << std::hexfloat << v;
+      const bf16_t want = encode_as<bf16_t>(v);
+      ASSERT_EQ(0, std::memcmp(&got[k], &want, sizeof want)) << std::hexfloat << v;
+    }
+  }
+  bf16_t below[8]; // outside the range the short path is not the encoder: a subnormal it rounds differently
+  simd::encode8_bf16_in_normal_range(_mm512_set1_pd(0x1.4ecp-129)).store_all(below);
+  const bf16_t want = encode_as<bf16_t>(0x1.4ecp-129);
+  EXPECT_NE(0, std::memcmp(&below[0], &want, sizeof want));
 }
 #endif
