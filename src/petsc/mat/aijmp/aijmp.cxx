@@ -567,6 +567,11 @@ PetscErrorCode MatAIJMPSetNumThreads(Mat A, PetscInt nthreads)
    Output Parameter:
 .  info - rows and nonzeros per format, largest relative change per format, bytes read per product
 
+   Notes:
+   Builds (or refills) the compact copy when it is stale, as the next product would.
+   The largest relative change of each format is not tracked while the copy is written: the first call after a
+   build or a value change measures it, in one pass over the matrix values (about the time of one `MatMult()`).
+
    Level: intermediate
 
 .seealso: `MatAIJMPInfo`, `MatAIJMPSetStorage()`
