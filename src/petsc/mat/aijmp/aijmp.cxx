@@ -570,7 +570,7 @@ PetscErrorCode MatAIJMPSetNumThreads(Mat A, PetscInt nthreads)
    Notes:
    Builds (or refills) the compact copy when it is stale, as the next product would.
    The largest relative change of each format is not tracked while the copy is written: the first call after a
-   build or a value change measures it, in one pass over the matrix values (about the time of one `MatMult()`).
+   build or a value change measures it, in one pass over the matrix values.
 
    Level: intermediate
 
