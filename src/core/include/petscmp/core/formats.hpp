@@ -354,38 +354,53 @@ inline void decode_upto8(const fp11_4_t *src, unsigned n, double *out)
 // scalar tail; never reads past n. The kernels' decode-ahead of many rows.
 #if !defined(PETSCMP_HAVE_AVX512_DECODE) && defined(__AVX2__) && defined(__F16C__)
 #define PETSCMP_HAVE_AVX2_DECODE 1
-inline void decode8(const fp16_t *src, double *out)
+// 8 stored values (plain loads: the caller guarantees 8 are readable) decoded
+// into two registers, values 0-3 and 4-7: the kernels' reads of a slice entry.
+inline void decode8(const double *src, __m256d v[2])
+{
+  v[0] = _mm256_loadu_pd(src);
+  v[1] = _mm256_loadu_pd(src + 4);
+}
+inline void decode8(const float *src, __m256d v[2])
+{
+  v[0] = _mm256_cvtps_pd(_mm_loadu_ps(src));
+  v[1] = _mm256_cvtps_pd(_mm_loadu_ps(src + 4));
+}
+inline void decode8(const fp16_t *src, __m256d v[2])
 {
   const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
-  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+  v[0]           = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+  v[1]           = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
 }
-inline void decode8(const bf16_t *src, double *out)
+inline void decode8(const bf16_t *src, __m256d v[2])
 {
   const __m256i w =
       _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src))), 16);
   const __m256 f = _mm256_castsi256_ps(w);
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
-  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)));
+  v[0]           = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+  v[1]           = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
 }
-inline void decode8(const float *src, double *out)
-{
-  _mm256_storeu_pd(out, _mm256_cvtps_pd(_mm_loadu_ps(src)));
-  _mm256_storeu_pd(out + 4, _mm256_cvtps_pd(_mm_loadu_ps(src + 4)));
-}
-inline void decode8(const fp11_20_t *src, double *out)
+inline void decode8(const fp11_20_t *src, __m256d v[2])
 {
   for (int h = 0; h < 2; ++h) {
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 4 * h));
-    _mm256_storeu_pd(out + 4 * h, _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu32_epi64(b), 32)));
+    v[h]            = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu32_epi64(b), 32));
   }
 }
-inline void decode8(const fp11_4_t *src, double *out)
+inline void decode8(const fp11_4_t *src, __m256d v[2])
 {
   for (int h = 0; h < 2; ++h) {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 4 * h));
-    _mm256_storeu_pd(out + 4 * h, _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu16_epi64(b), 48)));
+    v[h]            = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu16_epi64(b), 48));
   }
+}
+// the same 8 values, stored
+template <typename Storage> inline void decode8(const Storage *src, double *out)
+{
+  __m256d v[2];
+  decode8(src, v);
+  _mm256_storeu_pd(out, v[0]);
+  _mm256_storeu_pd(out + 4, v[1]);
 }
 #endif
 template <typename Storage> inline void decode_n(const Storage *src, std::size_t n, double *out)
