@@ -651,6 +651,49 @@ void encode_row(const double *v, std::int64_t n, [[maybe_unused]] const double *
 #endif
 }
 
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+// Without AVX-512 the encoders do not test values as they convert them. The
+// fused check is then a test of the unit's values just before they are written
+// (in cache), 4 at a time: whether every value passes check (normal_range:
+// zero or inside range; exact: finite and read back bit for bit from fp16).
+// False flags the unit (a non-finite value, or one the test cannot pass):
+// its rows then get the exact row test.
+inline bool passes_scalar(double v, FusedCheck check, const ValueRange &range)
+{
+  if (!std::isfinite(v)) return false;
+  if (check == FusedCheck::exact) return double_bits(decode(encode_as<fp16_t>(v))) == double_bits(v);
+  const double a = std::fabs(v);
+  return v == 0.0 || (a >= range.lo && a <= range.hi);
+}
+bool span_passes(const double *v, std::int64_t n, FusedCheck check, const ValueRange &range)
+{
+  const __m256i exponent = _mm256_set1_epi64x(0x7ff0000000000000LL);
+  const __m256d sign = _mm256_set1_pd(-0.0), lo = _mm256_set1_pd(range.lo), hi = _mm256_set1_pd(range.hi);
+  __m256i flagged = _mm256_setzero_si256(); // lanes that failed, all ones
+  std::int64_t e  = 0;
+  for (; e + 4 <= n; e += 4) {
+    const __m256d x  = _mm256_loadu_pd(v + e);
+    const __m256i xb = _mm256_castpd_si256(x);
+    if (!_mm256_testz_si256(_mm256_cmpeq_epi64(_mm256_and_si256(xb, exponent), exponent), _mm256_set1_epi64x(-1)))
+      return false; // Inf or NaN: converted by nothing here
+    if (check == FusedCheck::exact) {
+      const __m128 f    = _mm256_cvtpd_ps(x);
+      const __m128 back = _mm_cvtph_ps(_mm_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      flagged = _mm256_or_si256(flagged, _mm256_xor_si256(_mm256_castpd_si256(_mm256_cvtps_pd(back)), xb));
+    } else {
+      const __m256d a  = _mm256_andnot_pd(sign, x);
+      const __m256d in = _mm256_and_pd(_mm256_cmp_pd(a, lo, _CMP_GE_OQ), _mm256_cmp_pd(a, hi, _CMP_LE_OQ));
+      const __m256d ok = _mm256_or_pd(in, _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_EQ_OQ));
+      flagged          = _mm256_or_si256(flagged, _mm256_xor_si256(_mm256_castpd_si256(ok), _mm256_set1_epi64x(-1)));
+    }
+  }
+  if (!_mm256_testz_si256(flagged, flagged)) return false;
+  for (; e < n; ++e)
+    if (!passes_scalar(v[e], check, range)) return false;
+  return true;
+}
+#endif
+
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
 // r[i] = entries e..e+7 of row i  ->  r[j] = entry e+j of rows 0..7.
 // (zero-masked forms: GCC 12 warns about the undefined source of the plain ones)
@@ -909,6 +952,11 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
   const bool exact        = false;
 #endif
   const bool fused   = range != nullptr || exact;
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+  const FusedCheck pretest = check; // (AVX2: the unit's values are tested before they are written)
+#else
+  const FusedCheck pretest = FusedCheck::none;
+#endif
   S *vals            = b.values.as<S>();
   const double *end  = csr.values + csr.rowptr[csr.nrows];
   const bool by_node = b.node_layout(), by_slice = b.sliced();
@@ -939,7 +987,26 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
           if (!visit(b.row(k))) return false;
       return true;
     };
-    if (!fused && !unit_rows(keep_row)) {
+    // AVX2: the unit's rows as spans of consecutive values, each tested 4 at a time
+    const auto unit_values_pass = [&] {
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+      if (pretest == FusedCheck::none) return false;
+      std::int64_t begin = 0, stop = 0;
+      bool pass = unit_rows([&](std::int64_t row) {
+        const std::int64_t first = csr.rowptr[row];
+        if (first != stop) {
+          if (!span_passes(csr.values + begin, stop - begin, pretest, normal)) return false;
+          begin = first;
+        }
+        stop = csr.rowptr[row + 1];
+        return true;
+      });
+      return pass && span_passes(csr.values + begin, stop - begin, pretest, normal);
+#else
+      return false;
+#endif
+    };
+    if (!fused && !unit_values_pass() && !unit_rows(keep_row)) {
       stopped.store(true, std::memory_order_relaxed);
       continue;
     }
