@@ -646,6 +646,24 @@ void encode_row(const double *v, std::int64_t n, [[maybe_unused]] const double *
         out[(e + i) * stride] = chunk[i];
     }
   }
+#elif defined(PETSCMP_HAVE_AVX2_DECODE)
+  alignas(32) S chunk[4];
+  for (std::int64_t e = 0; e < n; e += 4) {
+    const unsigned count = static_cast<unsigned>(std::min<std::int64_t>(4, n - e));
+    const __m256d x      = simd4::load_upto4(v + e, count, end);
+    if (simd4::any_nonfinite(x)) { // Inf/NaN: the scalar encoders' payload rules
+      encode_row_scalar(v + e, count, out + e * stride, stride, u);
+      continue;
+    }
+    if (stride == 1 && count == 4)
+      simd4::encode4(x, out + e);
+    else {
+      simd4::encode4(x, chunk);
+      for (unsigned i = 0; i < count; ++i)
+        out[(e + i) * stride] = chunk[i];
+    }
+  }
+  u.outside = true; // (values are not tested here: see span_passes)
 #else
   encode_row_scalar(v, n, out, stride, u);
 #endif
@@ -679,7 +697,7 @@ bool span_passes(const double *v, std::int64_t n, FusedCheck check, const ValueR
     if (check == FusedCheck::exact) {
       const __m128 f    = _mm256_cvtpd_ps(x);
       const __m128 back = _mm_cvtph_ps(_mm_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      flagged = _mm256_or_si256(flagged, _mm256_xor_si256(_mm256_castpd_si256(_mm256_cvtps_pd(back)), xb));
+      flagged           = _mm256_or_si256(flagged, _mm256_xor_si256(_mm256_castpd_si256(_mm256_cvtps_pd(back)), xb));
     } else {
       const __m256d a  = _mm256_andnot_pd(sign, x);
       const __m256d in = _mm256_and_pd(_mm256_cmp_pd(a, lo, _CMP_GE_OQ), _mm256_cmp_pd(a, hi, _CMP_LE_OQ));
@@ -948,10 +966,10 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
   const ValueRange *range = check == FusedCheck::normal_range ? &normal : nullptr;
   const bool exact        = check == FusedCheck::exact;
 #else
-  const ValueRange *range = nullptr; // the portable encoders do not test values as they go
-  const bool exact        = false;
+  const ValueRange *range  = nullptr; // the portable encoders do not test values as they go
+  const bool exact         = false;
 #endif
-  const bool fused   = range != nullptr || exact;
+  const bool fused = range != nullptr || exact;
 #if defined(PETSCMP_HAVE_AVX2_DECODE)
   const FusedCheck pretest = check; // (AVX2: the unit's values are tested before they are written)
 #else

@@ -78,6 +78,40 @@ template <typename S> void apply_group(const BlockJacobiStorage &M, const BlockG
     apply_blocks<4>(E, g, x, y);
   }
 }
+#elif defined(PETSCMP_HAVE_AVX2_DECODE)
+// AVX2: each block's sums in registers of 4 (small_blocks::apply_block_avx2).
+template <int NR, typename S> void apply_blocks_avx2(const S *E, const BlockGroup &g, const double *x, double *y)
+{
+  const int n = g.block_size, nb = g.nblocks;
+  for (int i = 0; i < nb; ++i) {
+    const std::int64_t base = g.row_begin + std::int64_t(i) * n;
+    small_blocks::apply_block_avx2<NR>(E + static_cast<std::size_t>(i) * n, static_cast<std::size_t>(nb) * n, n,
+                                       (nb - i) * n >= 4 * NR, x + base, y + base);
+  }
+}
+
+template <typename S> void apply_group(const BlockJacobiStorage &M, const BlockGroup &g, const double *x, double *y)
+{
+  const S *E = M.values.as<S>() + g.byte_offset / static_cast<std::int64_t>(sizeof(S));
+  switch ((g.block_size + 3) / 4) {
+  case 1:
+    return apply_blocks_avx2<1>(E, g, x, y);
+  case 2:
+    return apply_blocks_avx2<2>(E, g, x, y);
+  case 3:
+    return apply_blocks_avx2<3>(E, g, x, y);
+  case 4:
+    return apply_blocks_avx2<4>(E, g, x, y);
+  case 5:
+    return apply_blocks_avx2<5>(E, g, x, y);
+  case 6:
+    return apply_blocks_avx2<6>(E, g, x, y);
+  case 7:
+    return apply_blocks_avx2<7>(E, g, x, y);
+  default:
+    return apply_blocks_avx2<8>(E, g, x, y);
+  }
+}
 #else
 // Portable: one block at a time, its column segments decoded 8 at a time, the
 // sums in a small array the compiler vectorizes.
@@ -128,8 +162,8 @@ template <typename S> const S *group_values(const BlockJacobiStorage &M, const B
 
 // The full groups (8 blocks) from g on that lie one after the other in memory and
 // whose x windows end inside the vector: the groups one loop can take.
-template <int N, typename S> const BlockGroup *full_groups_end(const BlockJacobiStorage &M, const BlockGroup *g,
-                                                               const BlockGroup *end)
+template <int N, typename S>
+const BlockGroup *full_groups_end(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end)
 {
   const BlockGroup *first = g;
   for (; g != end && g->nblocks == 8; ++g) {

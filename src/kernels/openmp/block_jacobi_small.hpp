@@ -80,7 +80,8 @@ inline __m512d rows8(const S *E, int rows, int k0, int p, const __m512d xlo, con
 // A group of 8 blocks (8 N rows, N registers of sums), the default: the columns
 // are read in storage order, so the values stream strictly forward (reading
 // column by column within each 8 rows, 8 N apart, is 35% slower from memory).
-template <int N, typename S> __attribute__((always_inline)) inline void apply_full_group(const S *E, const double *x, double *y)
+template <int N, typename S>
+__attribute__((always_inline)) inline void apply_full_group(const S *E, const double *x, double *y)
 {
   static constexpr Permutations<N> perm{};
   __m512d sum[N], xlo[N], xhi[N];
@@ -114,12 +115,11 @@ template <int N, typename S> void apply_full_groups(const S *E, std::int64_t cou
 // y = E x for the nb blocks of one group; E points at the group's values, x and
 // y at its first row, and x holds `avail` >= nb N values from there (the rest of
 // the vector: windows may read past the group, never past the vector).
-template <int N, typename S>
-inline void apply_group(const S *E, int nb, const double *x, double *y, std::int64_t avail)
+template <int N, typename S> inline void apply_group(const S *E, int nb, const double *x, double *y, std::int64_t avail)
 {
   if (nb == 8 && window_begin<N>(8 * N - 8) + 16 <= avail) return apply_full_group<N>(E, x, y);
   const int rows = nb * N;
-  int p          = 0, k0 = 0;
+  int p = 0, k0 = 0;
   for (; k0 + 8 <= rows && window_begin<N>(k0) + 16 <= avail; k0 += 8) {
     const int wb = window_begin<N>(k0);
     _mm512_storeu_pd(y + k0, rows8<N>(E, rows, k0, p, _mm512_loadu_pd(x + wb), _mm512_loadu_pd(x + wb + 8), 0xff));
@@ -133,6 +133,56 @@ inline void apply_group(const S *E, int nb, const double *x, double *y, std::int
     _mm512_mask_storeu_pd(y + k0, live, rows8<N>(E, rows, k0, p, xlo, xhi, live));
     p = p + 1 == kPeriod<N> ? 0 : p + 1;
   }
+}
+#elif defined(PETSCMP_HAVE_AVX2_DECODE)
+// AVX2 (no AVX-512): block by block, the block's n <= 4 NR sums in NR registers
+// of 4, adding column after column (the reference's order): y_b += E_b(:, c) *
+// x_b[c]. Column c of the block starts at E + c * stride; its values are read
+// 4 at a time with plain loads, lanes past n zeroed. `whole`: 4 NR rows from
+// the block's first lie in its group (the group's rows and each column's
+// values are contiguous). Then the last column's load stays inside the group's
+// values, and the sums are stored whole: the lanes past n land on the next
+// blocks' rows, which are written next. Else the last column is copied out
+// and the last register stored masked.
+template <int NR, typename S>
+inline void apply_block_avx2(const S *E, std::size_t stride, int n, bool whole, const double *xb, double *yb)
+{
+  const int tail        = n - 4 * (NR - 1); // lanes of the last register, 1..4
+  const __m256i in_tail = _mm256_cmpgt_epi64(_mm256_set1_epi64x(tail), _mm256_setr_epi64x(0, 1, 2, 3));
+  __m256d sum[NR];
+  for (int v = 0; v < NR; ++v)
+    sum[v] = _mm256_setzero_pd();
+  for (int c = 0; c < n; ++c) {
+    const __m256d xc = _mm256_broadcast_sd(xb + c);
+    const S *col     = E + static_cast<std::size_t>(c) * stride;
+    for (int v = 0; v + 1 < NR; ++v)
+      sum[v] = _mm256_add_pd(sum[v], _mm256_mul_pd(decode4(col + 4 * v), xc));
+    __m256d e;
+    if (tail == 4 || whole || c + 1 < n)
+      e = _mm256_and_pd(decode4(col + 4 * (NR - 1)), _mm256_castsi256_pd(in_tail));
+    else {
+      S rest[4] = {};
+      std::copy(col + 4 * (NR - 1), col + n, rest);
+      e = decode4(rest);
+    }
+    sum[NR - 1] = _mm256_add_pd(sum[NR - 1], _mm256_mul_pd(e, xc));
+  }
+  for (int v = 0; v + 1 < NR; ++v)
+    _mm256_storeu_pd(yb + 4 * v, sum[v]);
+  if (tail == 4 || whole)
+    _mm256_storeu_pd(yb + 4 * (NR - 1), sum[NR - 1]);
+  else
+    _mm256_maskstore_pd(yb + 4 * (NR - 1), in_tail, sum[NR - 1]);
+}
+
+// y = E x for the nb blocks of one group of blocks of size N
+template <int N, typename S>
+inline void apply_group(const S *E, int nb, const double *x, double *y, std::int64_t /*avail*/)
+{
+  const std::size_t stride = static_cast<std::size_t>(nb) * N;
+  for (int i = 0; i < nb; ++i)
+    apply_block_avx2<(N + 3) / 4>(E + static_cast<std::size_t>(i) * N, stride, N, (nb - i) * N >= 4 * ((N + 3) / 4),
+                                  x + i * N, y + i * N);
 }
 #else
 // Portable: 8 rows at a time, their column segments decoded in bulk, the

@@ -161,4 +161,83 @@ inline Encoded8<bf16_t> encode8_bf16_in_normal_range(__m512d v)
 } // namespace simd
 #endif
 
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+// Machines without AVX-512 (AVX2 and F16C): the same encodings 4 values at a
+// time, stored to memory (the lanes are written one by one where a slice or
+// a node spreads them).
+namespace simd4 {
+
+// Whether one of the 4 values is Inf or NaN.
+inline bool any_nonfinite(__m256d v)
+{
+  const __m256i exponent = _mm256_set1_epi64x(0x7ff0000000000000LL);
+  const __m256i e        = _mm256_and_si256(_mm256_castpd_si256(v), exponent);
+  return !_mm256_testz_si256(_mm256_cmpeq_epi64(e, exponent), _mm256_set1_epi64x(-1));
+}
+
+// n <= 4 values from v, lanes past n 0; a plain load where 4 values from v lie
+// before end (a row's last values, followed by the next row's)
+inline __m256d load_upto4(const double *v, unsigned n, const double *end)
+{
+  const __m256i lanes = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+  if (n == 4) return _mm256_loadu_pd(v);
+  if (end - v >= 4) return _mm256_and_pd(_mm256_loadu_pd(v), _mm256_castsi256_pd(lanes));
+  return _mm256_maskload_pd(v, lanes);
+}
+
+// the low 32 bits of each 64-bit lane
+inline __m128i low_halves(__m256i x)
+{
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+}
+
+// fp32_round_to_odd of 4 finite doubles, as bits
+inline __m128i round_to_odd4(__m256d v)
+{
+  const __m128 f        = _mm256_cvtpd_ps(v);
+  const __m256d back    = _mm256_cvtps_pd(f);
+  const __m256d sign    = _mm256_set1_pd(-0.0);
+  const __m256d inexact = _mm256_cmp_pd(back, v, _CMP_NEQ_UQ);
+  const __m256d away =
+      _mm256_and_pd(inexact, _mm256_cmp_pd(_mm256_andnot_pd(sign, back), _mm256_andnot_pd(sign, v), _CMP_GT_OQ));
+  const __m128i one = _mm_set1_epi32(1);
+  const __m128i b   = _mm_sub_epi32(_mm_castps_si128(f), _mm_and_si128(low_halves(_mm256_castpd_si256(away)), one));
+  return _mm_or_si128(b, _mm_and_si128(low_halves(_mm256_castpd_si256(inexact)), one));
+}
+
+// encode_as<S> of 4 finite values into out[0..4)
+inline void encode4(__m256d v, double *out)
+{
+  _mm256_storeu_pd(out, v);
+}
+inline void encode4(__m256d v, float *out)
+{
+  _mm_storeu_ps(out, _mm256_cvtpd_ps(v));
+}
+inline void encode4(__m256d v, fp16_t *out)
+{
+  const __m128i h = _mm_cvtps_ph(_mm_castsi128_ps(round_to_odd4(v)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm_storel_epi64(reinterpret_cast<__m128i *>(out), h);
+}
+inline void encode4(__m256d v, bf16_t *out)
+{
+  const __m128i b       = round_to_odd4(v);
+  const __m128i odd     = _mm_and_si128(_mm_srli_epi32(b, 16), _mm_set1_epi32(1));
+  const __m128i rounded = _mm_add_epi32(_mm_add_epi32(b, _mm_set1_epi32(0x7fff)), odd);
+  const __m128i upper   = _mm_srli_epi32(rounded, 16);
+  _mm_storel_epi64(reinterpret_cast<__m128i *>(out), _mm_packus_epi32(upper, upper));
+}
+inline void encode4(__m256d v, fp11_20_t *out)
+{
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(out), low_halves(_mm256_srli_epi64(_mm256_castpd_si256(v), 32)));
+}
+inline void encode4(__m256d v, fp11_4_t *out)
+{
+  const __m128i w = low_halves(_mm256_srli_epi64(_mm256_castpd_si256(v), 48));
+  _mm_storel_epi64(reinterpret_cast<__m128i *>(out), _mm_packus_epi32(w, w));
+}
+
+} // namespace simd4
+#endif
+
 } // namespace petscmp

@@ -354,45 +354,41 @@ inline void decode_upto8(const fp11_4_t *src, unsigned n, double *out)
 // scalar tail; never reads past n. The kernels' decode-ahead of many rows.
 #if !defined(PETSCMP_HAVE_AVX512_DECODE) && defined(__AVX2__) && defined(__F16C__)
 #define PETSCMP_HAVE_AVX2_DECODE 1
-// 8 stored values (plain loads: the caller guarantees 8 are readable) decoded
-// into two registers, values 0-3 and 4-7: the kernels' reads of a slice entry.
-inline void decode8(const double *src, __m256d v[2])
+// 4 stored values (a plain load: the caller guarantees 4 are readable) decoded
+// into a register.
+inline __m256d decode4(const double *src)
 {
-  v[0] = _mm256_loadu_pd(src);
-  v[1] = _mm256_loadu_pd(src + 4);
+  return _mm256_loadu_pd(src);
 }
-inline void decode8(const float *src, __m256d v[2])
+inline __m256d decode4(const float *src)
 {
-  v[0] = _mm256_cvtps_pd(_mm_loadu_ps(src));
-  v[1] = _mm256_cvtps_pd(_mm_loadu_ps(src + 4));
+  return _mm256_cvtps_pd(_mm_loadu_ps(src));
 }
-inline void decode8(const fp16_t *src, __m256d v[2])
+inline __m256d decode4(const fp16_t *src)
 {
-  const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
-  v[0]           = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
-  v[1]           = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+  return _mm256_cvtps_pd(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src))));
 }
-inline void decode8(const bf16_t *src, __m256d v[2])
+inline __m256d decode4(const bf16_t *src)
 {
-  const __m256i w =
-      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src))), 16);
-  const __m256 f = _mm256_castsi256_ps(w);
-  v[0]           = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
-  v[1]           = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+  const __m128i w = _mm_slli_epi32(_mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src))), 16);
+  return _mm256_cvtps_pd(_mm_castsi128_ps(w));
 }
-inline void decode8(const fp11_20_t *src, __m256d v[2])
+inline __m256d decode4(const fp11_20_t *src)
 {
-  for (int h = 0; h < 2; ++h) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 4 * h));
-    v[h]            = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu32_epi64(b), 32));
-  }
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+  return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu32_epi64(b), 32));
 }
-inline void decode8(const fp11_4_t *src, __m256d v[2])
+inline __m256d decode4(const fp11_4_t *src)
 {
-  for (int h = 0; h < 2; ++h) {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 4 * h));
-    v[h]            = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu16_epi64(b), 48));
-  }
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(src));
+  return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu16_epi64(b), 48));
+}
+// 8 stored values decoded into two registers, values 0-3 and 4-7: the
+// kernels' reads of a slice entry.
+template <typename Storage> inline void decode8(const Storage *src, __m256d v[2])
+{
+  v[0] = decode4(src);
+  v[1] = decode4(src + 4);
 }
 // the same 8 values, stored
 template <typename Storage> inline void decode8(const Storage *src, double *out)
