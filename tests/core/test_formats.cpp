@@ -488,6 +488,36 @@ TEST(Formats, NamesParseAndBytes)
   EXPECT_EQ(g, Format::fp32);
 }
 
+#if defined(PETSCMP_HAVE_AVX512_DECODE) || defined(PETSCMP_HAVE_AVX2_DECODE)
+namespace {
+// Values for the SIMD encoders: every format's edges, ties and 200000 random
+// values around every range (subnormals, NaN and Inf included); a multiple of 8.
+std::vector<double> encoder_test_values()
+{
+  std::vector<double> values = {0.0, -0.0, 65504.0, 65505.0, 65519.99, 65520.0, 0x1p-14, 0x1p-24, 0x1.8p-25, 0x1p-25,
+                                0x1p-26, 0x1.fep127, 0x1.ffp127, 0x1p-126, 0x1p-133, 0x1p-149, 0x1p-150, FLT_MAX,
+                                0x1.fffffefffffffp127, DBL_MAX, DBL_MIN, 0x1p-1074, 1.0 + 0x1p-23, 1.0 + 0x1p-24,
+                                1.0 + 0x1p-10, 1.0 + 0x1p-11, 3.0, -7.5, 0.1, 1e300, -1e-300, 1.5 + 0x1p-8,
+                                // near fp16's and bf16's ties: a double rounding (to fp32, then to the
+                                // format) would land on the tie and round it to even
+                                1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-11 - 0x1p-40, 1.0 + 0x1p-8 + 0x1p-40,
+                                1.0 + 0x1p-8 - 0x1p-40, -(1.0 + 0x1p-10 + 0x1p-11 + 0x1p-40),
+                                std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+  std::mt19937_64 rng(2024);
+  for (int i = 0; i < 200000; ++i) {
+    const int e = static_cast<int>(rng() % 340) - 170; // around every format's range, subnormals included
+    double v    = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
+    if (i % 7 == 0) v = double_from_bits(rng()); // any bit pattern, NaN and Inf included
+    if (i % 5 == 0) v = double_from_bits(double_bits(v) & 0xfffffffff0000000ull); // ties of the narrow formats
+    values.push_back(v);
+  }
+  while (values.size() % 8)
+    values.push_back(1.0);
+  return values;
+}
+} // namespace
+#endif
+
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
 // encode8 (8 values at once, used by the builder) gives encode_as's bits for
 // every finite value, and nonfinite_lanes finds the others.
@@ -517,50 +547,7 @@ template <typename S> void check_encode8(const std::vector<double> &values)
 
 TEST(Formats, Encode8MatchesScalarEncoders)
 {
-  std::vector<double> values = {0.0,
-                                -0.0,
-                                65504.0,
-                                65505.0,
-                                65519.99,
-                                65520.0,
-                                0x1p-14,
-                                0x1p-24,
-                                0x1.8p-25,
-                                0x1p-25,
-                                0x1p-26,
-                                0x1.fep127,
-                                0x1.ffp127,
-                                0x1p-126,
-                                0x1p-133,
-                                0x1p-149,
-                                0x1p-150,
-                                FLT_MAX,
-                                0x1.fffffefffffffp127,
-                                DBL_MAX,
-                                DBL_MIN,
-                                0x1p-1074,
-                                1.0 + 0x1p-23,
-                                1.0 + 0x1p-24,
-                                1.0 + 0x1p-10,
-                                1.0 + 0x1p-11,
-                                3.0,
-                                -7.5,
-                                0.1,
-                                1e300,
-                                -1e-300,
-                                1.5 + 0x1p-8,
-                                std::numeric_limits<double>::infinity(),
-                                std::numeric_limits<double>::quiet_NaN()};
-  std::mt19937_64 rng(2024);
-  for (int i = 0; i < 200000; ++i) {
-    const int e = static_cast<int>(rng() % 340) - 170; // around every format's range, subnormals included
-    double v    = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e) * (rng() & 1 ? 1 : -1);
-    if (i % 7 == 0) v = double_from_bits(rng()); // any bit pattern, NaN and Inf included
-    if (i % 5 == 0) v = double_from_bits(double_bits(v) & 0xfffffffff0000000ull); // ties of the narrow formats
-    values.push_back(v);
-  }
-  while (values.size() % 8)
-    values.push_back(1.0);
+  const std::vector<double> values = encoder_test_values();
   check_encode8<double>(values);
   check_encode8<float>(values);
   check_encode8<fp16_t>(values);
@@ -610,5 +597,45 @@ TEST(Formats, Bf16NormalRangeEncoderMatchesScalarInItsRange)
   simd::encode8_bf16_in_normal_range(_mm512_set1_pd(0x1.4ecp-129)).store_all(below);
   const bf16_t want = encode_as<bf16_t>(0x1.4ecp-129);
   EXPECT_NE(0, std::memcmp(&below[0], &want, sizeof want));
+}
+#endif
+
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+// The AVX2 encoders (4 values at once, the builder without AVX-512) give
+// encode_as's bits for every finite value, decode4 reads them back as decode
+// does, and any_nonfinite finds Inf and NaN.
+namespace {
+template <typename S> void check_encode4(const std::vector<double> &values)
+{
+  for (std::size_t i = 0; i + 4 <= values.size(); i += 4) {
+    const __m256d v = _mm256_loadu_pd(values.data() + i);
+    bool finite     = true;
+    for (int k = 0; k < 4; ++k)
+      finite = finite && std::isfinite(values[i + k]);
+    ASSERT_EQ(simd4::any_nonfinite(v), !finite) << values[i];
+    if (!finite) continue;
+    S got[4];
+    double decoded[4];
+    simd4::encode4(v, got);
+    _mm256_storeu_pd(decoded, decode4(got));
+    for (int k = 0; k < 4; ++k) {
+      const S want = encode_as<S>(values[i + k]);
+      ASSERT_EQ(0, std::memcmp(&got[k], &want, sizeof(S)))
+          << storage_traits<S>::name << " of " << std::hexfloat << values[i + k];
+      ASSERT_EQ(double_bits(decoded[k]), double_bits(decode(want))) << storage_traits<S>::name;
+    }
+  }
+}
+} // namespace
+
+TEST(Formats, Encode4MatchesScalarEncoders)
+{
+  const std::vector<double> values = encoder_test_values();
+  check_encode4<double>(values);
+  check_encode4<float>(values);
+  check_encode4<fp16_t>(values);
+  check_encode4<bf16_t>(values);
+  check_encode4<fp11_20_t>(values);
+  check_encode4<fp11_4_t>(values);
 }
 #endif
