@@ -464,6 +464,74 @@ void nodes_avx512(const RowBlock &block, std::int64_t n0, std::int64_t n1, const
 }
 #endif
 
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+// AVX2 (no AVX-512): a node's rows in NR registers of 4 (NR = 1 for nodes of up
+// to 4 rows, 2 up to 8); entry e of the rows is one read of the node's adjacent
+// values (plain loads: the block's values are padded), lanes past the node's
+// rows zeroed, times one broadcast of x. Each lane takes exactly row_dot's
+// steps for its row; the lanes past the rows are never stored.
+template <SumOrder Order, int NR, typename S, typename C>
+inline void node_sums_avx2(__m256d sum[NR], const S *v, int rows, __m256d last_lanes, const C *cols, std::int64_t n,
+                           const double *x)
+{
+  auto products = [&](std::int64_t e, __m256d p[NR]) {
+    const __m256d xe = _mm256_broadcast_sd(x + cols[e]);
+    const S *ve      = v + e * rows;
+    for (int k = 0; k < NR; ++k) {
+      const __m256d d = k + 1 < NR ? decode4(ve + 4 * k) : _mm256_and_pd(decode4(ve + 4 * k), last_lanes);
+      p[k]            = _mm256_mul_pd(d, xe);
+    }
+  };
+  std::int64_t e = 0;
+  if constexpr (Order == SumOrder::paired)
+    for (; e + 1 < n; e += 2) {
+      __m256d p0[NR], p1[NR];
+      products(e, p0);
+      products(e + 1, p1);
+      for (int k = 0; k < NR; ++k)
+        sum[k] = _mm256_add_pd(sum[k], _mm256_add_pd(p0[k], p1[k]));
+    }
+  for (; e < n; ++e) {
+    __m256d p[NR];
+    products(e, p);
+    for (int k = 0; k < NR; ++k)
+      sum[k] = _mm256_add_pd(sum[k], p[k]);
+  }
+}
+
+template <SumOrder Order, int NR, typename S>
+inline void node_avx2(const RowBlock &block, const NodeInfo &nd, const double *x, const double *z, double *y)
+{
+  const std::int64_t row0 = block.row(nd.first);
+  const int tail          = nd.rows - 4 * (NR - 1); // rows in the last register, 1..4
+  const __m256i lanes     = _mm256_cmpgt_epi64(_mm256_set1_epi64x(tail), _mm256_setr_epi64x(0, 1, 2, 3));
+  __m256d sum[NR];
+  for (int k = 0; k < NR; ++k)
+    sum[k] = !z           ? _mm256_setzero_pd()
+             : k + 1 < NR ? _mm256_loadu_pd(z + row0 + 4 * k)
+                          : _mm256_maskload_pd(z + row0 + 4 * k, lanes);
+  with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
+    node_sums_avx2<Order, NR>(sum, block.values.as<S>() + nd.values, nd.rows, _mm256_castsi256_pd(lanes), cols,
+                              nd.length, xs);
+  });
+  for (int k = 0; k + 1 < NR; ++k)
+    _mm256_storeu_pd(y + row0 + 4 * k, sum[k]);
+  _mm256_maskstore_pd(y + row0 + 4 * (NR - 1), lanes, sum[NR - 1]);
+}
+
+template <SumOrder Order, typename S>
+void nodes_avx2(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
+{
+  for (std::int64_t i = n0; i < n1; ++i) {
+    const NodeInfo &nd = block.nodes[i];
+    if (nd.rows <= 4)
+      node_avx2<Order, 1, S>(block, nd, x, z, y);
+    else
+      node_avx2<Order, 2, S>(block, nd, x, z, y);
+  }
+}
+#endif
+
 // Nodes [n0, n1) without AVX-512: each row through the reference's node_row_dot.
 template <SumOrder Order, typename S>
 void nodes_portable(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z,
@@ -487,6 +555,8 @@ void nodes(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double
 {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
   nodes_avx512<Order, S>(block, n0, n1, x, z, y);
+#elif defined(PETSCMP_HAVE_AVX2_DECODE)
+  nodes_avx2<Order, S>(block, n0, n1, x, z, y);
 #else
   nodes_portable<Order, S>(block, n0, n1, x, z, y);
 #endif
