@@ -971,9 +971,9 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
 #endif
   const bool fused = range != nullptr || exact;
 #if defined(PETSCMP_HAVE_AVX2_DECODE)
-  const FusedCheck pretest = check; // (AVX2: the unit's values are tested before they are written)
+  [[maybe_unused]] const FusedCheck pretest = check; // (AVX2: the unit's values are tested before they are written)
 #else
-  const FusedCheck pretest = FusedCheck::none;
+  [[maybe_unused]] const FusedCheck pretest = FusedCheck::none;
 #endif
   S *vals            = b.values.as<S>();
   const double *end  = csr.values + csr.rowptr[csr.nrows];
