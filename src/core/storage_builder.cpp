@@ -266,11 +266,23 @@ struct Run {
   std::int64_t begin, end;
 };
 
+// Each row's format: one per row, or one for every row (a uniform guess, with
+// no array of a byte per row to allocate and fill at each build).
+struct RowFormats {
+  const std::vector<Format> *per_row = nullptr;
+  Format all                         = Format::fp64;
+  Format operator[](std::int64_t row) const { return per_row ? (*per_row)[static_cast<std::size_t>(row)] : all; }
+};
+
 // Runs of consecutive rows with one format; empty rows join the current run
 // (leading empty rows join the first run that has values).
-template <typename Index> std::vector<Run> find_runs(const CsrView<Index> &csr, const std::vector<Format> &formats)
+template <typename Index> std::vector<Run> find_runs(const CsrView<Index> &csr, const RowFormats &formats)
 {
   std::vector<Run> runs;
+  if (!formats.per_row) { // one format: one run (no pass over the rows)
+    if (csr.nrows > 0) runs.push_back({formats.all, 0, csr.nrows});
+    return runs;
+  }
   bool has_values = false; // whether the last run holds a nonempty row
   for (Index i = 0; i < csr.nrows; ++i) {
     const bool empty = csr.rowptr[i + 1] == csr.rowptr[i];
@@ -307,8 +319,7 @@ template <typename Index> void shape_runs(const CsrView<Index> &csr, const std::
   out.all_rows_covered = true;
 }
 
-template <typename Index>
-void shape_grouped(const CsrView<Index> &csr, const std::vector<Format> &formats, CompactCsr &out)
+template <typename Index> void shape_grouped(const CsrView<Index> &csr, const RowFormats &formats, CompactCsr &out)
 {
   if (csr.nrows > std::numeric_limits<std::int32_t>::max())
     throw StorageError("petscmp: more than 2^31 local rows need the grouped layout, which indexes rows in 32 bits");
@@ -387,10 +398,11 @@ struct SliceShape {
   }
 };
 
-template <typename Index> SliceShape slice_shape_of(const CsrView<Index> &csr, const RowBlock &b)
+// (shape: in, vectors of a copy being replaced, whose memory is reused: a
+// stencil's offsets are 2 bytes per row, fresh pages at each build otherwise)
+template <typename Index> void slice_shape_of(const CsrView<Index> &csr, const RowBlock &b, SliceShape &shape)
 {
   const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
-  SliceShape shape;
   shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
   shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
   for (std::int64_t q = 0; q < nslices; ++q) {
@@ -400,7 +412,6 @@ template <typename Index> SliceShape slice_shape_of(const CsrView<Index> &csr, c
     shape.offsets[q + 1]     = shape.offsets[q] + width * kSliceRows;
     shape.col_offsets[q + 1] = shape.col_offsets[q] + (is_shifted_slice(csr, b, q) ? width : width * kSliceRows);
   }
-  return shape;
 }
 
 // The nodes of block b: runs of at most kMaxNodeRows consecutive block rows
@@ -966,8 +977,8 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
   const ValueRange *range = check == FusedCheck::normal_range ? &normal : nullptr;
   const bool exact        = check == FusedCheck::exact;
 #else
-  const ValueRange *range  = nullptr; // the portable encoders do not test values as they go
-  const bool exact         = false;
+  const ValueRange *range                   = nullptr; // the portable encoders do not test values as they go
+  const bool exact                          = false;
 #endif
   const bool fused = range != nullptr || exact;
 #if defined(PETSCMP_HAVE_AVX2_DECODE)
@@ -1195,7 +1206,8 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
 // the byte accounting.
 template <typename Index>
 bool fill_blocks(const CsrView<Index> &csr, Layout layout, int threads, CompactCsr &out, BufferPool &pool,
-                 std::vector<std::vector<NodeInfo>> &spare_nodes, const RowFormatCheck<Index> *check)
+                 std::vector<std::vector<NodeInfo>> &spare_nodes, std::vector<SliceShape> &spare_slices,
+                 const RowFormatCheck<Index> *check)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
   if (layout == Layout::sliced && !narrow_columns)
@@ -1205,7 +1217,11 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, int threads, CompactC
     std::vector<NodeInfo> nodes = node_layout_of(csr, layout, b, spare_nodes);
     SliceShape slices;
     if (nodes.empty() && layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0) {
-      slices = slice_shape_of(csr, b);
+      if (!spare_slices.empty()) { // the next block of the copy being replaced: memory already mapped
+        slices = std::move(spare_slices.back());
+        spare_slices.pop_back();
+      }
+      slice_shape_of(csr, b, slices);
       if (layout != Layout::sliced && slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();
     }
@@ -1347,11 +1363,12 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
 // as its values are written, and false is returned (out half written) at the
 // first row that has another.
 template <typename Index>
-bool assemble_copy(const CsrView<Index> &csr, const std::vector<Format> &row_formats, const StorageOptions &opts,
+bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, const StorageOptions &opts,
                    CompactCsr *recycle, const RowFormatCheck<Index> *check, CompactCsr &out)
 {
   BufferPool pool;
   std::vector<std::vector<NodeInfo>> spare_nodes;
+  std::vector<SliceShape> spare_slices;
   if (recycle) {
     for (RowBlock &b : recycle->blocks) {
       pool.give(b.values.buffer());
@@ -1359,12 +1376,16 @@ bool assemble_copy(const CsrView<Index> &csr, const std::vector<Format> &row_for
       pool.give(b.row_lengths.buffer());
       pool.give(b.node_cols.buffer());
       if (b.nodes.capacity()) spare_nodes.push_back(std::move(b.nodes));
+      if (b.slice_offsets.capacity())
+        spare_slices.push_back({std::move(b.slice_offsets), std::move(b.slice_col_offsets)});
     }
     std::reverse(spare_nodes.begin(), spare_nodes.end()); // taken from the back: first block first
+    std::reverse(spare_slices.begin(), spare_slices.end());
     recycle->blocks.clear();
   }
   check_view(csr);
-  if (static_cast<Index>(row_formats.size()) != csr.nrows) throw StorageError("petscmp: one format per row is needed");
+  if (row_formats.per_row && static_cast<Index>(row_formats.per_row->size()) != csr.nrows)
+    throw StorageError("petscmp: one format per row is needed");
   check_build_options(opts);
   out                  = CompactCsr();
   out.nrows            = csr.nrows;
@@ -1391,7 +1412,7 @@ bool assemble_copy(const CsrView<Index> &csr, const std::vector<Format> &row_for
     shape_grouped(csr, row_formats, out);
   else
     shape_runs(csr, runs, out);
-  return fill_blocks(csr, opts.layout, opts.threads, out, pool, spare_nodes, check);
+  return fill_blocks(csr, opts.layout, opts.threads, out, pool, spare_nodes, spare_slices, check);
 }
 
 template <typename Index>
@@ -1399,7 +1420,7 @@ CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<For
                                 const StorageOptions &opts, CompactCsr *recycle)
 {
   CompactCsr out;
-  assemble_copy<Index>(csr, row_formats, opts, recycle, nullptr, out);
+  assemble_copy<Index>(csr, RowFormats{&row_formats}, opts, recycle, nullptr, out);
   return out;
 }
 
@@ -1571,8 +1592,7 @@ bool build_for_one_format(const std::vector<CsrView<Index>> &parts, std::size_t 
   if (!guess_one_format(csr, opts, &copy, guess)) return false;
   const RowFormatCheck<Index> check(parts, part, opts);
   CompactCsr out;
-  const bool built = assemble_copy<Index>(csr, std::vector<Format>(static_cast<std::size_t>(csr.nrows), guess), opts,
-                                          &copy, &check, out);
+  const bool built = assemble_copy<Index>(csr, RowFormats{nullptr, guess}, opts, &copy, &check, out);
   copy             = std::move(out);
   return built;
 }
