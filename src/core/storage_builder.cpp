@@ -871,6 +871,50 @@ void encode_node(const double *const v[kMaxNodeRows], int rows, std::int64_t len
 }
 #endif
 
+#if defined(PETSCMP_HAVE_AVX2_DECODE)
+// r[i] = entries e..e+3 of row i  ->  r[j] = entry e+j of rows 0..3.
+inline void transpose4x4(__m256d r[4])
+{
+  const __m256d a0 = _mm256_unpacklo_pd(r[0], r[1]), a1 = _mm256_unpackhi_pd(r[0], r[1]); // entries 0 2, 1 3
+  const __m256d a2 = _mm256_unpacklo_pd(r[2], r[3]), a3 = _mm256_unpackhi_pd(r[2], r[3]);
+  r[0] = _mm256_permute2f128_pd(a0, a2, 0x20);
+  r[1] = _mm256_permute2f128_pd(a1, a3, 0x20);
+  r[2] = _mm256_permute2f128_pd(a0, a2, 0x31);
+  r[3] = _mm256_permute2f128_pd(a1, a3, 0x31);
+}
+
+// encode_slice without AVX-512: 4 entries of the 8 rows at a time, transposed
+// in registers (two 4x4 blocks), so that entry e of rows 0-3 and of rows 4-7
+// is encoded 4 values at once and stored with one plain store each (the
+// row-by-row path stores each value alone, 8 apart). Lanes past a row's end
+// encode 0, the padding's value. False when a value is Inf or NaN (the caller
+// then writes the rows one by one). Values are not tested here (span_passes).
+template <typename S>
+bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], const double *end,
+                  std::int64_t width, S *out, UnitWrite &u)
+{
+  for (std::int64_t e = 0; e < width; e += 4) {
+    __m256d r[2][4];
+    bool nonfinite = false;
+    for (int i = 0; i < kSliceRows; ++i) {
+      const std::int64_t n = std::clamp<std::int64_t>(len[i] - e, 0, 4);
+      __m256d &x           = r[i / 4][i % 4];
+      x                    = n > 0 ? simd4::load_upto4(v[i] + e, static_cast<unsigned>(n), end) : _mm256_setzero_pd();
+      nonfinite            = nonfinite || simd4::any_nonfinite(x);
+    }
+    if (nonfinite) return false;
+    transpose4x4(r[0]);
+    transpose4x4(r[1]);
+    for (int j = 0; j < 4 && e + j < width; ++j) {
+      simd4::encode4(r[0][j], out + (e + j) * kSliceRows);
+      simd4::encode4(r[1][j], out + (e + j) * kSliceRows + 4);
+    }
+  }
+  u.outside = true;
+  return true;
+}
+#endif
+
 // Slice q of a sliced block: its rows' values, entry by entry.
 template <typename S, typename Index>
 void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals, UnitWrite &u)
@@ -878,7 +922,7 @@ void write_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals
   const std::int64_t k0 = q * kSliceRows, rows = std::min<std::int64_t>(kSliceRows, b.row_count() - k0);
   S *out            = vals + b.slice_offsets[q];
   const double *end = csr.values + csr.rowptr[csr.nrows];
-#if defined(PETSCMP_HAVE_AVX512_DECODE)
+#if defined(PETSCMP_HAVE_AVX512_DECODE) || defined(PETSCMP_HAVE_AVX2_DECODE)
   const double *v[kSliceRows];
   std::int64_t len[kSliceRows];
   for (int i = 0; i < kSliceRows; ++i) {
