@@ -175,12 +175,78 @@ inline void apply_block_avx2(const S *E, std::size_t stride, int n, bool whole, 
     _mm256_maskstore_pd(yb + 4 * (NR - 1), in_tail, sum[NR - 1]);
 }
 
-// y = E x for the nb blocks of one group of blocks of size N
+// Whole registers of rows: a unit of kUnitBlocks<N> blocks holds lcm(N, 4)
+// rows, kUnitRegs<N> registers of 4 with no lane to spare (3 blocks of 3 rows
+// would leave lanes idle; 4 blocks of 3 rows are 3 registers).
+template <int N> inline constexpr int kUnitRows   = N * 4 / gcd(N, 4);
+template <int N> inline constexpr int kUnitBlocks = kUnitRows<N> / N;
+template <int N> inline constexpr int kUnitRegs   = kUnitRows<N> / 4;
+
+// Lane masks: lane l of register r takes x from the unit's block (4 r + l) / N;
+// a register spans at most two blocks (N >= 2), the second from lane
+// from_second[r] on (4: none).
+template <int N> struct UnitLanes {
+  alignas(32) std::int64_t second[kUnitRegs<N>][4] = {};
+  int first_block[kUnitRegs<N>]                    = {};
+  bool two_blocks[kUnitRegs<N>]                    = {};
+  constexpr UnitLanes()
+  {
+    for (int r = 0; r < kUnitRegs<N>; ++r) {
+      first_block[r] = 4 * r / N;
+      for (int l = 0; l < 4; ++l)
+        second[r][l] = (4 * r + l) / N != first_block[r] ? -1 : 0;
+      two_blocks[r] = (4 * r + 3) / N != first_block[r];
+    }
+  }
+};
+
+// y = E x for the kUnitBlocks<N> blocks of one unit (E: column 0 of its first
+// block; column c at E + c * stride, the unit's kUnitRows<N> values of it
+// contiguous). Row k adds E_c[k] * x[(k / N) N + c] for c = 0, 1, ...: the
+// reference's order. x[(k / N) N + c] over a register is one broadcast of
+// block b's x_c, or two blended.
+template <int N, typename S> inline void apply_unit_avx2(const S *E, std::size_t stride, const double *x, double *y)
+{
+  static constexpr UnitLanes<N> lanes{};
+  constexpr int R = kUnitRegs<N>;
+  __m256d sum[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    sum[r] = _mm256_setzero_pd();
+#pragma GCC unroll 8
+  for (int c = 0; c < N; ++c) {
+    const S *col = E + static_cast<std::size_t>(c) * stride;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m256d xc;
+      if constexpr (N == 1)
+        xc = _mm256_loadu_pd(x + 4 * r);
+      else {
+        const int b = lanes.first_block[r];
+        xc          = _mm256_broadcast_sd(x + b * N + c);
+        if (lanes.two_blocks[r])
+          xc = _mm256_blendv_pd(
+              xc, _mm256_broadcast_sd(x + (b + 1) * N + c),
+              _mm256_castsi256_pd(_mm256_load_si256(reinterpret_cast<const __m256i *>(lanes.second[r]))));
+      }
+      sum[r] = _mm256_add_pd(sum[r], _mm256_mul_pd(decode4(col + 4 * r), xc));
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    _mm256_storeu_pd(y + 4 * r, sum[r]);
+}
+
+// y = E x for the nb blocks of one group of blocks of size N: whole units, then
+// the blocks left one by one
 template <int N, typename S>
 inline void apply_group(const S *E, int nb, const double *x, double *y, std::int64_t /*avail*/)
 {
   const std::size_t stride = static_cast<std::size_t>(nb) * N;
-  for (int i = 0; i < nb; ++i)
+  int i                    = 0;
+  for (; i + kUnitBlocks<N> <= nb; i += kUnitBlocks<N>)
+    apply_unit_avx2<N>(E + static_cast<std::size_t>(i) * N, stride, x + i * N, y + i * N);
+  for (; i < nb; ++i)
     apply_block_avx2<(N + 3) / 4>(E + static_cast<std::size_t>(i) * N, stride, N, (nb - i) * N >= 4 * ((N + 3) / 4),
                                   x + i * N, y + i * N);
 }
