@@ -373,6 +373,15 @@ template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const
   const Index *c0 = csr.cols + csr.rowptr[b.row(k0)];
   const Index n   = csr.rowptr[b.row(k0) + 1] - csr.rowptr[b.row(k0)];
   if (n == 0) return false;
+  if (!b.grouped()) { // consecutive rows: one span of columns, each row's the previous one's plus 1
+    const Index *p = csr.rowptr + b.row(k0);
+    for (int r = 1; r <= kSliceRows; ++r)
+      if (p[r] != p[0] + r * n) return false;
+    bool shifted = true; // no early exit: a loop the compiler vectorizes
+    for (Index j = 0; j < (kSliceRows - 1) * n; ++j)
+      shifted &= c0[j + n] == c0[j] + 1;
+    return shifted;
+  }
   for (int r = 1; r < kSliceRows; ++r) {
     const std::int64_t row = b.row(k0 + r);
     if (csr.rowptr[row + 1] - csr.rowptr[row] != n) return false;

@@ -353,6 +353,70 @@ TYPED_TEST(SpmvReference, ShiftedSlices)
     }
 }
 
+// A slice is shifted only when its 8 rows have one length and each row's
+// columns are the previous row's plus 1. Near misses are not shifted, and
+// their products equal a plain CSR product of the values (lossless): a row
+// whose columns step by 2, one row of another length, and a slice whose
+// columns, read as one span, follow the shifted pattern although its rows are
+// cut elsewhere (rows of 3, 2, 1, 3, ... values; the next rows complete the span).
+TYPED_TEST(SpmvReference, ShiftedSliceDetectionIsExact)
+{
+  using Index = TypeParam;
+  auto row_of = [](Index first, Index count) {
+    std::vector<Index> r;
+    for (Index e = 0; e < count; ++e)
+      r.push_back(first + e);
+    return r;
+  };
+  std::vector<std::vector<Index>> shifted, step2, length, split;
+  for (Index r = 0; r < 16; ++r) {
+    shifted.push_back(row_of(r, 3));
+    length.push_back(row_of(r, r == 5 ? 2 : 3));
+    std::vector<Index> s = row_of(r, 3);
+    if (r >= 5)
+      for (Index &c : s)
+        c += 1; // row 5 steps by 2 from row 4, the others by 1
+    step2.push_back(s);
+  }
+  // one span 0 1 2 | 1 2 | 3 | 2 3 4 | ... : chunks of 3 shifted by 1, rows cut at other places
+  split = {row_of(0, 3), row_of(1, 2), row_of(3, 1)};
+  for (Index r = 2; r < 16; ++r)
+    split.push_back(row_of(r, 3));
+  struct Case {
+    const char *name;
+    const std::vector<std::vector<Index>> *rows;
+    std::int64_t shifted_rows;
+  };
+  for (const Case &c : {Case{"shifted", &shifted, 16}, Case{"step 2", &step2, 8}, Case{"length", &length, 8},
+                        Case{"split span", &split, 8}}) {
+    SCOPED_TRACE(c.name);
+    Matrix<Index> a;
+    a.nrows = static_cast<Index>(c.rows->size());
+    a.ncols = 24;
+    std::mt19937_64 rng(3);
+    for (const auto &row : *c.rows) {
+      for (Index col : row) {
+        a.cols.push_back(col);
+        a.vals.push_back(0.5 + static_cast<double>(rng() % 1000) / 7.0);
+      }
+      a.rowptr.push_back(static_cast<Index>(a.vals.size()));
+    }
+    const CompactCsr A =
+        build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::sequential, Layout::sliced));
+    EXPECT_EQ(A.stats.shifted_rows, c.shifted_rows);
+    std::vector<double> x(24), y(static_cast<std::size_t>(a.nrows));
+    for (std::size_t j = 0; j < x.size(); ++j)
+      x[j] = 1.0 + static_cast<double>(rng() % 997) / 13.0;
+    reference::spmv(A, a.pattern(), x.data(), nullptr, y.data());
+    for (Index i = 0; i < a.nrows; ++i) {
+      double want = 0.0;
+      for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+        want += a.vals[k] * x[static_cast<std::size_t>(a.cols[k])];
+      ASSERT_EQ(y[static_cast<std::size_t>(i)], want) << "row " << i;
+    }
+  }
+}
+
 TYPED_TEST(SpmvReference, PairedDiffersFromSequential)
 {
   // The two orders are really different (else the tests above could not tell them apart).
