@@ -1137,6 +1137,13 @@ template <typename S, typename Index> void shape_slices(const CsrView<Index> &cs
     const std::int64_t base = b.slice_offsets[q], width = (b.slice_offsets[q + 1] - base) / kSliceRows;
     std::int32_t *slice_cols = cols + b.slice_col_offsets[q];
     const bool shifted       = b.shifted_slice(q);
+    if (shifted) { // 8 rows of `width` values: row 0's columns, no padding
+      const Index *c0 = csr.cols + csr.rowptr[b.row(q * kSliceRows)];
+      for (std::int64_t e = 0; e < width; ++e)
+        slice_cols[e] = static_cast<std::int32_t>(c0[e]);
+      std::fill_n(b.row_lengths.data() + q * kSliceRows, kSliceRows, static_cast<std::int32_t>(width));
+      continue;
+    }
     for (std::int64_t r = 0; r < kSliceRows; ++r) {
       const std::int64_t k = q * kSliceRows + r;
       std::int64_t n = 0, start = 0;
