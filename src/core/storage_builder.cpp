@@ -377,7 +377,8 @@ template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const
     const Index *p = csr.rowptr + b.row(k0);
     for (int r = 1; r <= kSliceRows; ++r)
       if (p[r] != p[0] + r * n) return false;
-    bool shifted = true; // no early exit: a loop the compiler vectorizes
+    if (c0[n] != c0[0] + 1) return false; // most other slices (a node's rows share their columns) end here
+    bool shifted = true;                  // no early exit: a loop the compiler vectorizes
     for (Index j = 0; j < (kSliceRows - 1) * n; ++j)
       shifted &= c0[j + n] == c0[j] + 1;
     return shifted;
@@ -394,16 +395,27 @@ template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const
   return true;
 }
 
+// Whether one of the first `probe` full slices of block b is shifted.
+constexpr std::int64_t kProbeSlices = 64;
+template <typename Index> bool has_shifted_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t probe)
+{
+  for (std::int64_t q = 0; q < std::min(probe, b.row_count() / kSliceRows); ++q)
+    if (is_shifted_slice(csr, b, q)) return true;
+  return false;
+}
+
 // Where the values and the columns of each slice of block b start when sliced:
 // each slice as wide as its longest row; 8 columns per entry, or 1 when the
 // slice is shifted.
 struct SliceShape {
   std::vector<std::int64_t> offsets, col_offsets; // slices + 1 each; empty: not sliced
+  std::int64_t shifted = 0;                       // shifted slices
   bool empty() const { return offsets.empty(); }
   void clear()
   {
     offsets.clear();
     col_offsets.clear();
+    shifted = 0;
   }
 };
 
@@ -414,12 +426,15 @@ template <typename Index> void slice_shape_of(const CsrView<Index> &csr, const R
   const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
   shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
   shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
+  shape.shifted = 0;
   for (std::int64_t q = 0; q < nslices; ++q) {
     std::int64_t width = 0;
     for (std::int64_t k = q * kSliceRows; k < std::min(nrows, (q + 1) * kSliceRows); ++k)
       width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
+    const bool shifted       = is_shifted_slice(csr, b, q);
     shape.offsets[q + 1]     = shape.offsets[q] + width * kSliceRows;
-    shape.col_offsets[q + 1] = shape.col_offsets[q] + (is_shifted_slice(csr, b, q) ? width : width * kSliceRows);
+    shape.col_offsets[q + 1] = shape.col_offsets[q] + (shifted ? width : width * kSliceRows);
+    shape.shifted += shifted;
   }
 }
 
@@ -1273,15 +1288,32 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, int threads, CompactC
   if (layout == Layout::sliced && !narrow_columns)
     throw StorageError("petscmp: the sliced layout stores 32-bit column indices; this block has 2^31 columns or more");
   for (RowBlock &b : out.blocks) {
-    FormatStats &fs             = out.stats.per_format[static_cast<int>(b.format)];
-    std::vector<NodeInfo> nodes = node_layout_of(csr, layout, b, spare_nodes);
+    FormatStats &fs      = out.stats.per_format[static_cast<int>(b.format)];
+    const bool may_slice = layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0;
     SliceShape slices;
-    if (nodes.empty() && layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0) {
+    auto shape_slices_of_block = [&] {
       if (!spare_slices.empty()) { // the next block of the copy being replaced: memory already mapped
         slices = std::move(spare_slices.back());
         spare_slices.pop_back();
       }
       slice_shape_of(csr, b, slices);
+    };
+    // Rows 1-7 of a shifted slice each start a node (each has other columns than the row before): with more
+    // such rows than the automatic layout's node limit, it takes no nodes, and they are not looked for (on a
+    // stencil that search is a pass over the column indices). Where the first slices show shifted ones, the
+    // slices are shaped first; else (nodes, FEM) the nodes are looked for first. The layout is the same.
+    const bool slices_first = layout == Layout::automatic && may_slice && has_shifted_slice(csr, b, kProbeSlices);
+    bool nodes_possible     = true;
+    if (slices_first) {
+      shape_slices_of_block();
+      nodes_possible = (kSliceRows - 1) * slices.shifted <=
+                       static_cast<std::int64_t>(static_cast<double>(b.row_count()) / kMinNodeRows);
+    }
+    std::vector<NodeInfo> nodes = node_layout_of(csr, nodes_possible ? layout : Layout::sliced, b, spare_nodes);
+    if (!nodes.empty())
+      slices.clear();
+    else if (may_slice) {
+      if (!slices_first) shape_slices_of_block();
       if (layout != Layout::sliced && slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();
     }

@@ -1334,6 +1334,43 @@ std::vector<Index> pattern_runs(const TestCsr<Index> &m, int limit, bool split_a
 // cut the nodes (PETSc's limit of 5 rows, random cuts, one row each), whether
 // runs shorter than the limit are known maximal, and whatever the rows' formats. Runs that do not cover the rows are
 // refused.
+// The automatic layout looks at shifted slices first where the first slices
+// show some, and skips the node search only when their rows alone pass the
+// node limit. A block that starts with 2 shifted slices (16 stencil-like
+// rows) and goes on with 1000 nodes of 3 rows still takes nodes; one with
+// more shifted slices than the limit allows takes slices.
+TYPED_TEST(BuilderTest, ShiftedSlicesFirstKeepTheNodeDecision)
+{
+  using Index = TypeParam;
+  auto matrix = [](Index shifted_rows, Index node_rows) {
+    TestCsr<Index> m;
+    auto add = [&](Index first, Index count) {
+      for (Index e = 0; e < count; ++e) {
+        m.cols.push_back(first + e);
+        m.vals.push_back(1.0 + static_cast<double>((first + e) % 7));
+      }
+      m.rowptr.push_back(static_cast<Index>(m.vals.size()));
+      ++m.nrows;
+    };
+    for (Index r = 0; r < shifted_rows; ++r)
+      add(r, 5); // row r: columns r..r+4, each row the previous one's plus 1
+    for (Index r = 0; r < node_rows; ++r)
+      add(shifted_rows + r / 3 * 3, 6); // 3 rows per node, one pattern each
+    m.ncols = shifted_rows + node_rows + 8;
+    return m;
+  };
+  for (StorageMode mode : {StorageMode::fp32, StorageMode::lossless}) {
+    SCOPED_TRACE(storage_mode_name(mode));
+    const TestCsr<Index> with_nodes = matrix(16, 3000); // 16 + 1000 nodes <= 3016 / 2
+    const CompactCsr a              = build_compact_csr(with_nodes.view(), with_mode(mode));
+    EXPECT_EQ(a.stats.node_rows, with_nodes.nrows);
+    const TestCsr<Index> stencil = matrix(800, 600); // 800 + 200 nodes > 1400 / 2
+    const CompactCsr b           = build_compact_csr(stencil.view(), with_mode(mode));
+    EXPECT_EQ(b.stats.node_rows, 0);
+    EXPECT_GT(b.stats.shifted_rows, 0);
+  }
+}
+
 TYPED_TEST(BuilderTest, KnownPatternRunsGiveTheSameNodes)
 {
   std::mt19937_64 rng(41);
