@@ -426,11 +426,17 @@ template <typename Index> void slice_shape_of(const CsrView<Index> &csr, const R
   const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
   shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
   shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
-  shape.shifted = 0;
+  shape.shifted      = 0;
+  const Index *first = b.grouped() ? nullptr : csr.rowptr + b.row_begin; // run blocks: consecutive rows
   for (std::int64_t q = 0; q < nslices; ++q) {
-    std::int64_t width = 0;
-    for (std::int64_t k = q * kSliceRows; k < std::min(nrows, (q + 1) * kSliceRows); ++k)
-      width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
+    std::int64_t width    = 0;
+    const std::int64_t k1 = std::min(nrows, (q + 1) * kSliceRows);
+    if (first)
+      for (std::int64_t k = q * kSliceRows; k < k1; ++k)
+        width = std::max<std::int64_t>(width, first[k + 1] - first[k]);
+    else
+      for (std::int64_t k = q * kSliceRows; k < k1; ++k)
+        width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
     const bool shifted       = is_shifted_slice(csr, b, q);
     shape.offsets[q + 1]     = shape.offsets[q] + width * kSliceRows;
     shape.col_offsets[q + 1] = shape.col_offsets[q] + (shifted ? width : width * kSliceRows);
@@ -1322,8 +1328,11 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, int threads, CompactC
       return fill_block<S>(csr, std::move(nodes), std::move(slices), b, pool, threads, check);
     });
     if (!written) return false;
-    for (std::int64_t k = 0; k < b.row_count(); ++k)
-      fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
+    if (b.grouped()) // (grouped blocks list only rows with values)
+      fs.rows += b.row_count();
+    else
+      for (std::int64_t k = b.row_begin; k < b.row_end; ++k)
+        fs.rows += csr.rowptr[k + 1] > csr.rowptr[k];
     fs.nnz += b.nnz;
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
