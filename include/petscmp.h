@@ -121,8 +121,12 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  lossy               - whether the stored operator may differ from the assembled one
 .  kernel_parts[k]     - local blocks (one per rank serial, two with MPI) whose products are not decided yet (k = 0),
                          use PETSc's AIJ kernel (1) or the compact kernel (2); see `MatAIJMPSetKernel()`
-.  kernel_by_bytes     - of kernel_parts[1], the blocks that chose AIJ's kernel without timing: AIJ runs its inode kernel
-                         and the compact copy would read more than 90% of AIJ's bytes (it is then never built)
+.  kernel_by_bytes     - of kernel_parts[1], the blocks that chose AIJ's kernel without timing (with
+                         `-mat_aijmp_kernel_trial_after -1`): AIJ runs its inode kernel and the compact copy would read
+                         more than 90% of AIJ's bytes (it is then never built)
+.  kernel_deferred     - of kernel_parts[0], the blocks of that kind whose products use AIJ's kernel until their trial:
+                         after `-mat_aijmp_kernel_trial_after` products both kernels are timed as usual
+.  kernel_trial_in     - the most products any such block still computes with AIJ's kernel before its trial
 .  kernel_ms[k]        - serial, `MAT_AIJMP_KERNEL_AUTO` once decided: median time in ms of the timed AIJ (0) and
                          compact (1) products
 .  builds              - compact copies built from scratch since the matrix was created: row formats, layout, indices
@@ -148,6 +152,8 @@ typedef struct {
   PetscBool lossy;
   PetscInt64 kernel_parts[3];
   PetscInt64 kernel_by_bytes;
+  PetscInt64 kernel_deferred;
+  PetscInt64 kernel_trial_in;
   PetscReal kernel_ms[2];
   PetscInt64 builds;
   PetscInt64 value_builds;

@@ -180,36 +180,83 @@ static PetscErrorCode TestLossy(const TestMatOpts *o, ProductVecs *v, PetscInt64
   PetscFunctionReturn(0);
 }
 
-/* auto, lossless, values that need fp64: with inodes AIJ's kernel is chosen by bytes (no timing, no copy kept);
-   without inodes both kernels are timed. */
-static PetscErrorCode TestByBytes(const TestMatOpts *o_in, ProductVecs *v, PetscInt64 parts)
+/* auto, lossless, values that need fp64 on an inode matrix (the copy saves under 10% of AIJ's inode bytes): AIJ's
+   kernel computes the first -mat_aijmp_kernel_trial_after products, then both are timed; a negative value keeps
+   AIJ's without a trial; without inodes both kernels are timed at once. Every product bitwise AIJ's. */
+static PetscErrorCode CreateFp64Pair(const TestMatOpts *o_in, PetscBool inode, const char *trial_after, ProductVecs *v, Mat *A,
+                                     Mat *B)
 {
-  TestMatOpts  o = *o_in;
-  Mat          A, B;
-  MatAIJMPInfo info;
+  TestMatOpts o = *o_in;
 
   PetscFunctionBeginUser;
   o.valuekind = VAL_FP64;
-  for (int inode = 1; inode >= 0; inode--) {
-    o.inode = inode ? PETSC_TRUE : PETSC_FALSE;
-    PetscCall(CreatePair(&o, MAT_AIJMP_KERNEL_AUTO, MAT_AIJMP_LOSSLESS, &A, &B));
-    PetscCall(CheckMults(B, A, v, 1, "fp64 values, first product"));
-    PetscCall(MatAIJMPGetInfo(B, &info));
-    if (inode) {
-      /* every diagonal block (PETSc finds no inodes in MPIAIJ's off-diagonal blocks: those are timed) */
-      const PetscInt64 diag = parts == 1 ? 1 : parts / 2;
-      TEST_CHECK(PETSC_COMM_WORLD, info.kernel_by_bytes >= diag && info.kernel_parts[1] >= info.kernel_by_bytes,
-                 "inode matrix with fp64 values: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks chose AIJ by bytes",
-                 info.kernel_by_bytes, parts);
-    } else {
-      TEST_CHECK(PETSC_COMM_WORLD, info.kernel_by_bytes == 0 && info.kernel_parts[0] == parts,
-                 "no inodes: both kernels must be timed (%" PetscInt64_FMT " chose by bytes, %" PetscInt64_FMT " undecided)",
-                 info.kernel_by_bytes, info.kernel_parts[0]);
-    }
-    PetscCall(CheckProducts(B, A, v, inode ? "fp64 inode, AIJ by bytes" : "fp64 without inodes"));
-    PetscCall(MatDestroy(&A));
-    PetscCall(MatDestroy(&B));
-  }
+  o.inode     = inode;
+  if (trial_after) PetscCall(PetscOptionsSetValue(NULL, "-mat_aijmp_kernel_trial_after", trial_after));
+  PetscCall(CreatePair(&o, MAT_AIJMP_KERNEL_AUTO, MAT_AIJMP_LOSSLESS, A, B));
+  PetscCall(CheckMults(*B, *A, v, 1, "fp64 values, first product"));
+  PetscCall(PetscOptionsClearValue(NULL, "-mat_aijmp_kernel_trial_after"));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode TestDeferredTrial(const TestMatOpts *o, ProductVecs *v, PetscInt64 parts)
+{
+  Mat              A, B;
+  MatAIJMPInfo     info;
+  const PetscInt64 diag = parts == 1 ? 1 : parts / 2; /* PETSc finds no inodes in MPIAIJ's off-diagonal blocks */
+
+  PetscFunctionBeginUser;
+  /* the default: after one product every diagonal block waits for 99 more */
+  PetscCall(CreateFp64Pair(o, PETSC_TRUE, NULL, v, &A, &B));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_deferred == diag && info.kernel_trial_in == 99 && info.kernel_by_bytes == 0,
+             "default trial: %" PetscInt64_FMT " of %" PetscInt64_FMT " diagonal blocks deferred, trial in %" PetscInt64_FMT
+             " products (expected 99)", info.kernel_deferred, diag, info.kernel_trial_in);
+  PetscCall(CheckProducts(B, A, v, "fp64 inode, AIJ before the trial"));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&B));
+
+  /* trial after 4 products: 3 more deferred, then the 6 timed products decide */
+  PetscCall(CreateFp64Pair(o, PETSC_TRUE, "4", v, &A, &B));
+  PetscCall(CheckMults(B, A, v, 2, "fp64 inode, products 2-3"));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_deferred == diag && info.kernel_trial_in == 1,
+             "trial after 4, 3 products done: %" PetscInt64_FMT " deferred, trial in %" PetscInt64_FMT " (expected 1)",
+             info.kernel_deferred, info.kernel_trial_in);
+  PetscCall(CheckMults(B, A, v, 1, "fp64 inode, the fourth product"));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_deferred == 0 && info.kernel_parts[0] >= diag,
+             "after the fourth product the trial must be under way: %" PetscInt64_FMT " deferred, %" PetscInt64_FMT
+             " undecided", info.kernel_deferred, info.kernel_parts[0]);
+  PetscCall(CheckMults(B, A, v, 6, "fp64 inode, the timed trial"));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == 0 && info.kernel_parts[1] + info.kernel_parts[2] == parts,
+             "the trial did not decide after 6 timed products: %" PetscInt64_FMT " undecided", info.kernel_parts[0]);
+  PetscCall(CheckProducts(B, A, v, "fp64 inode, trial decided"));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&B));
+
+  /* a negative trial point: AIJ's kernel for good, untimed */
+  PetscCall(CreateFp64Pair(o, PETSC_TRUE, "-1", v, &A, &B));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_by_bytes == diag && info.kernel_deferred == 0 && info.kernel_parts[1] >= diag,
+             "trial after -1: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks chose AIJ by bytes", info.kernel_by_bytes, parts);
+  PetscCall(CheckProducts(B, A, v, "fp64 inode, AIJ by bytes"));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&B));
+
+  /* no inodes: no deferral, both timed from the first product */
+  PetscCall(CreateFp64Pair(o, PETSC_FALSE, NULL, v, &A, &B));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_by_bytes == 0 && info.kernel_deferred == 0 && info.kernel_parts[0] == parts,
+             "no inodes: both kernels must be timed (%" PetscInt64_FMT " by bytes, %" PetscInt64_FMT " deferred, %" PetscInt64_FMT
+             " undecided)", info.kernel_by_bytes, info.kernel_deferred, info.kernel_parts[0]);
+  PetscCall(CheckMults(B, A, v, 5, "fp64 without inodes, timed"));
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == 0 && info.kernel_parts[1] + info.kernel_parts[2] == parts,
+             "no inodes: not decided after 6 timed products (%" PetscInt64_FMT " undecided)", info.kernel_parts[0]);
+  PetscCall(CheckProducts(B, A, v, "fp64 without inodes, decided"));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&B));
   PetscFunctionReturn(0);
 }
 
@@ -246,7 +293,7 @@ int main(int argc, char **argv)
   PetscCall(TestForced(&o, &v, parts));
   PetscCall(TestAuto(&o, &v, parts));
   PetscCall(TestLossy(&o, &v, parts));
-  PetscCall(TestByBytes(&o, &v, parts));
+  PetscCall(TestDeferredTrial(&o, &v, parts));
 
   Vec *all[] = {&v.x, &v.y, &v.z, &v.yref, &v.xt, &v.yt, &v.zt, &v.ytref};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) PetscCall(VecDestroy(all[k]));

@@ -51,6 +51,10 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
                        "Product kernel: auto (lossless: the faster of AIJ's and the compact one, timed on the first "
                        "products), aij (PETSc's, fp64 values) or compact",
                        "MatAIJMPSetKernel", MatAIJMPKernels, (PetscEnum)s.kernel, (PetscEnum *)&s.kernel, nullptr));
+  PetscCall(PetscOptionsInt("-mat_aijmp_kernel_trial_after",
+                            "Kernel auto, lossless, where the compact copy would read over 90% of AIJ's inode bytes: "
+                            "products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
+                            "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
   PetscCall(PetscOptionsInt(
       "-mat_aijmp_threads",
       "OpenMP threads per process for products and for writing the compact values (0: 1, or OMP_NUM_THREADS)",
@@ -97,6 +101,7 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s)
     PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_kernel", MatAIJMPKernels, 3, &kernel, &flg));
     if (flg) s.kernel = static_cast<MatAIJMPKernel>(kernel);
   }
+  PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_kernel_trial_after", &s.trial_after, nullptr));
   PetscFunctionReturn(0);
 }
 
@@ -134,7 +139,14 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
     PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: compact (lossy storage)\n"));
   } else if (parts == 1 && info.kernel_by_bytes) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: aij (this copy would read over 90%% of the bytes of AIJ's "
-                                             "inode kernel; not built, not timed)\n"));
+                                             "inode kernel, and -mat_aijmp_kernel_trial_after is negative: not "
+                                             "built, not timed)\n"));
+  } else if (parts == 1 && info.kernel_deferred) {
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  kernel auto: aij for %" PetscInt64_FMT
+                                     " more products, then both timed (this copy would read over 90%% of the bytes "
+                                     "of AIJ's inode kernel: its build is tried only in longer runs)\n",
+                                     info.kernel_trial_in));
   } else if (parts == 1 && info.kernel_parts[0] == 0) {
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  kernel auto: %s (median of %d timed products: AIJ %.4g ms, compact %.4g ms)\n",
@@ -145,8 +157,10 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
         viewer,
         "  kernel auto (the faster of AIJ's and the compact one, bitwise the same): of %" PetscInt64_FMT
         " local blocks, %" PetscInt64_FMT " use AIJ's, %" PetscInt64_FMT " the compact one, %" PetscInt64_FMT
-        " not decided yet (%" PetscInt64_FMT " chose AIJ's by bytes, untimed)\n",
-        parts, info.kernel_parts[1], info.kernel_parts[2], info.kernel_parts[0], info.kernel_by_bytes));
+        " not decided yet (%" PetscInt64_FMT " chose AIJ's by bytes, untimed; %" PetscInt64_FMT
+        " use AIJ's for up to %" PetscInt64_FMT " more products before their trial)\n",
+        parts, info.kernel_parts[1], info.kernel_parts[2], info.kernel_parts[0], info.kernel_by_bytes,
+        info.kernel_deferred, info.kernel_trial_in));
   }
   PetscFunctionReturn(0);
 }
@@ -387,13 +401,18 @@ PetscErrorCode MatAIJMPGetLayout(Mat A, MatAIJMPLayout *layout)
 +  A - the matrix
 -  kernel - see `MatAIJMPKernel`
 
-   Options Database Key:
-.  -mat_aijmp_kernel <auto,aij,compact> - the kernel
+   Options Database Keys:
++  -mat_aijmp_kernel <auto,aij,compact> - the kernel
+-  -mat_aijmp_kernel_trial_after <n> - auto, copies saving under 10% of AIJ's inode bytes: AIJ products before the trial
 
    Notes:
    With `MAT_AIJMP_KERNEL_AUTO` (the default) and lossless storage, the first six products of each nonzero pattern
    alternate between PETSc's AIJ kernel and the compact kernel, timed one by one; the faster by median time is kept
-   until the nonzero pattern changes, and the compact values are freed when AIJ's kernel wins. Both kernels give the
+   until the nonzero pattern changes, and the compact values are freed when AIJ's kernel wins. Where PETSc runs its
+   inode kernel and the compact copy would read over 90% of its bytes (FEM matrices whose values need fp64), the copy's
+   first build may cost more products than a short run saves: AIJ's kernel computes the first
+   `-mat_aijmp_kernel_trial_after` products (default 100) and the six timed ones follow; a negative value keeps AIJ's
+   kernel without a trial. Both kernels give the
    same result bit for bit, so the choice never changes a result: lossless aijmp is never slower than AIJ beyond
    the timing noise of those six products. With MPI each rank chooses for its diagonal and off-diagonal blocks
    alone. Lossy storage modes always use the compact kernel (AIJ's would use other values); `MAT_AIJMP_KERNEL_AIJ`

@@ -19,6 +19,8 @@ struct AIJMPSettings {
   StorageOptions opts;
   PetscInt nthreads       = 0; // 0: openmp::default_thread_count()
   MatAIJMPKernel kernel   = MAT_AIJMP_KERNEL_AUTO;
+  // auto, lossless, a copy that saves under 10% of AIJ's inode bytes: AIJ products before the timed trial (< 0: never)
+  PetscInt trial_after = 100;
   bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
   unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
 };
@@ -105,7 +107,9 @@ struct KernelSelection {
   MatAIJMPKernel chosen    = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
   PetscLogDouble median[2] = {0, 0};
   bool bytes_checked       = false; // choose_by_bytes ran for this pattern
-  bool by_bytes            = false; // AIJ chosen without timing: the copy would read more bytes
+  bool by_bytes            = false; // AIJ chosen without timing: the copy would read about AIJ's bytes
+  bool deferred            = false; // AIJ's kernel until `aij_products` reaches the trial point, then timing
+  PetscInt aij_products    = 0;     // products by AIJ's kernel while deferred
 };
 
 struct SeqAIJMP : ReplacedOps {

@@ -175,6 +175,8 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
     for (int k = 0; k < 3; ++k)
       info->kernel_parts[k] += part.kernel_parts[k];
     info->kernel_by_bytes += part.kernel_by_bytes;
+    info->kernel_deferred += part.kernel_deferred;
+    info->kernel_trial_in = PetscMax(info->kernel_trial_in, part.kernel_trial_in);
     info->bytes += part.bytes;
     info->aij_bytes += part.aij_bytes;
   }
@@ -200,9 +202,11 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
-  PetscInt64 counts[7] = {info->stored,          info->sliced_rows,     info->kernel_parts[0], info->kernel_parts[1],
-                          info->kernel_parts[2], info->kernel_by_bytes, info->shifted_rows};
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 7, MPIU_INT64, MPI_SUM, comm));
+  PetscInt64 counts[8] = {info->stored,          info->sliced_rows,     info->kernel_parts[0], info->kernel_parts[1],
+                          info->kernel_parts[2], info->kernel_by_bytes, info->shifted_rows,    info->kernel_deferred};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 8, MPIU_INT64, MPI_SUM, comm));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->kernel_trial_in, 1, MPIU_INT64, MPI_MAX, comm));
+  info->kernel_deferred = counts[7];
   info->kernel_by_bytes = counts[5];
   info->shifted_rows    = counts[6];
   info->stored          = counts[0];

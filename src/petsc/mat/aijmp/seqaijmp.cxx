@@ -81,12 +81,6 @@ KernelSelection &selection_of(Mat A)
   return sel;
 }
 
-// Decides for AIJ's kernel without timing when the compact copy could only be
-// slower: it would read at least AIJ's bytes while AIJ runs its inode kernel
-// (one column index per node, 8 + 4/node size bytes per nonzero), which a
-// sliced copy with one index per value does not beat. Typical: FEM matrices
-// whose values need fp64. The row formats cost one pass at most, and a row
-// needing fp64 is found at its first such value.
 // The bytes of A's product by PETSc's inode kernel (values, one column list
 // and one row pointer per inode), and the nonzeros of the columns lists; false
 // when SeqAIJ does not use inodes.
@@ -111,6 +105,18 @@ PetscErrorCode aij_inode_bytes(Mat A, double *bytes, double *node_columns, Petsc
 
 constexpr double kMinByteSaving = 0.9;
 
+// Where the compact copy could save little: it would read at least 90% of the
+// bytes of AIJ's inode kernel (one column index per node, 8 + 4/node size
+// bytes per nonzero). Typical: FEM matrices whose values need fp64. Such a
+// copy still runs 1.3-3.4x faster than AIJ's inode kernel on the machines
+// measured (fewer instructions per nonzero), but its first build costs 2-45
+// products (mostly the first touch of fresh memory, which some VMs make
+// slow), which a short run would not pay back. AIJ's kernel then computes the
+// first `trial_after` products, and only a run still going after them times
+// both kernels as usual: a trial costs at most about half of the product time
+// spent before it, and a short run is AIJ's exactly. With trial_after < 0 AIJ's
+// kernel is kept without a trial. The row formats cost one pass at most (a row
+// needing fp64 is found at its first such value).
 PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
 {
   PetscInt nodes = 0;
@@ -118,7 +124,8 @@ PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
   double aij = 0.0, node_columns = 0.0;
   CsrView<PetscInt> view;
   std::vector<Format> formats;
-  const StorageOptions &opts = data_of(A)->settings.opts;
+  const AIJMPSettings &s     = data_of(A)->settings;
+  const StorageOptions &opts = s.opts;
 
   PetscFunctionBegin;
   sel.bytes_checked = true;
@@ -135,13 +142,12 @@ PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
                            kMinNodeRows * static_cast<double>(nodes) <= static_cast<double>(view.nrows);
   compact += node_layout ? 2.0 * node_columns + static_cast<double>(sizeof(NodeInfo)) * nodes
                          : 4.0 * static_cast<double>(view.rowptr[view.nrows]);
-  // A copy that would save less than a tenth of AIJ's bytes is not built: its first build costs tens of products
-  // (page faults of fresh memory; 0.57 s = 50 AIJ products on tutorials/ex2 -n 50 with fp64 values, node layout), and
-  // it gains little per product (1.2x-1.45x measured there), so short and medium runs would be slower than AIJ.
-  if (compact >= kMinByteSaving * aij) {
+  if (compact < kMinByteSaving * aij) PetscFunctionReturn(0); // time both at once
+  if (s.trial_after < 0) {
     sel.chosen   = MAT_AIJMP_KERNEL_AIJ;
     sel.by_bytes = true;
-  }
+  } else
+    sel.deferred = s.trial_after > 0;
   PetscFunctionReturn(0);
 }
 
@@ -161,7 +167,7 @@ PetscErrorCode next_kernel(Mat A, Product product, MatAIJMPKernel *kernel)
     if (!sel.bytes_checked) PetscCall(choose_by_bytes(A, sel));
     if (sel.chosen != MAT_AIJMP_KERNEL_AUTO) *kernel = sel.chosen;
     // transposes are not timed: AIJ's until mult has decided (no copy needed)
-    else if (product == Product::transpose)
+    else if (product == Product::transpose || sel.deferred)
       *kernel = MAT_AIJMP_KERNEL_AIJ;
     else
       *kernel = sel.count[0] <= sel.count[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
@@ -277,7 +283,13 @@ PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
     seconds = t1 - t0;
   } else
     PetscCall(apply_compact(A, product, xx, zz, yy, &seconds));
-  if (product == Product::mult && kernel_is_measured(data_of(A)->settings)) record_sample(A, kernel, seconds);
+  if (product == Product::mult && kernel_is_measured(data_of(A)->settings)) {
+    KernelSelection &sel = selection_of(A);
+    if (sel.deferred)
+      sel.deferred = ++sel.aij_products < data_of(A)->settings.trial_after;
+    else
+      record_sample(A, kernel, seconds);
+  }
   PetscFunctionReturn(0);
 }
 
@@ -566,7 +578,7 @@ PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses)
   else {
     KernelSelection &sel = selection_of(A);
     if (!sel.bytes_checked) PetscCall(choose_by_bytes(A, sel));
-    *uses = sel.chosen == MAT_AIJMP_KERNEL_AIJ ? PETSC_FALSE : PETSC_TRUE;
+    *uses = sel.chosen == MAT_AIJMP_KERNEL_AIJ || sel.deferred ? PETSC_FALSE : PETSC_TRUE;
   }
   PetscFunctionReturn(0);
 }
@@ -584,6 +596,10 @@ PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info)
     const KernelSelection &sel = selection_of(A);
     info.kernel_parts[sel.chosen] += 1; // AUTO (0): not decided yet
     info.kernel_by_bytes += sel.by_bytes ? 1 : 0;
+    if (sel.deferred) {
+      info.kernel_deferred += 1;
+      info.kernel_trial_in = std::max<PetscInt64>(info.kernel_trial_in, s.trial_after - sel.aij_products);
+    }
     for (int k = 0; k < 2; ++k)
       info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.median[k]);
   }
