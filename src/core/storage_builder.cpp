@@ -202,23 +202,35 @@ bool all_within_roundoff(Format f, const double *v, unsigned n, [[maybe_unused]]
 #endif
 }
 
+// Whether f stores every value of the row within its unit roundoff.
+template <typename Index> bool row_within_roundoff(const RowValues<Index> &row, Format f)
+{
+  const double lo = min_normal(f), hi = max_finite(f);
+  return row.all_chunks_of8([f, lo, hi](const double *v, unsigned n, const double *end) {
+    return all_within_roundoff(f, v, n, end, lo, hi);
+  });
+}
+
 template <typename Index> Format uniform_row_format(const RowValues<Index> &row, Format f)
 {
-  for (; f != Format::fp64; f = wider_format(f)) {
-    const double lo = min_normal(f), hi = max_finite(f);
-    if (row.all_chunks_of8([f, lo, hi](const double *v, unsigned n, const double *end) {
-          return all_within_roundoff(f, v, n, end, lo, hi);
-        }))
-      return f;
-  }
+  for (; f != Format::fp64; f = wider_format(f))
+    if (row_within_roundoff(row, f)) return f;
   return Format::fp64;
 }
 
+// A format qualifies when it stores every value of the row within its unit
+// roundoff and within the tolerance. Where the unit roundoff is itself within
+// the tolerance, the first condition implies the second, and the 8-wide range
+// test of the uniform modes decides without converting a value.
 template <typename Index> Format tolerance_row_format(const RowValues<Index> &row, double tol)
 {
-  for (Format f : kToleranceLadder)
-    if (row.all_of([f, tol](double v) { return stores_within_roundoff(f, v) && relative_error(f, v) <= tol; }))
+  for (Format f : kToleranceLadder) {
+    if (f == Format::fp64) break;
+    if (unit_roundoff(f) <= tol ? row_within_roundoff(row, f) : row.all_of([f, tol](double v) {
+          return stores_within_roundoff(f, v) && relative_error(f, v) <= tol;
+        }))
       return f;
+  }
   return Format::fp64;
 }
 
@@ -266,6 +278,35 @@ struct Run {
   std::int64_t begin, end;
 };
 
+// The row lists of a replaced copy's grouped blocks, lent to the new copy's.
+class GroupedSpares {
+public:
+  void give(std::vector<std::int32_t> &rows, std::vector<std::int64_t> &offsets)
+  {
+    if (rows.capacity()) rows_.push_back(std::move(rows));
+    if (offsets.capacity()) offsets_.push_back(std::move(offsets));
+  }
+  // The largest spare arrays (a copy has few grouped blocks: one per format).
+  void take(std::vector<std::int32_t> &rows, std::vector<std::int64_t> &offsets)
+  {
+    take_largest(rows_, rows);
+    take_largest(offsets_, offsets);
+  }
+
+private:
+  template <typename T> static void take_largest(std::vector<std::vector<T>> &from, std::vector<T> &to)
+  {
+    if (from.empty()) return;
+    auto largest = std::max_element(from.begin(), from.end(),
+                                    [](const auto &a, const auto &b) { return a.capacity() < b.capacity(); });
+    to           = std::move(*largest);
+    from.erase(largest);
+    to.clear();
+  }
+  std::vector<std::vector<std::int32_t>> rows_;
+  std::vector<std::vector<std::int64_t>> offsets_;
+};
+
 // Each row's format: one per row, or one for every row (a uniform guess, with
 // no array of a byte per row to allocate and fill at each build).
 struct RowFormats {
@@ -275,7 +316,33 @@ struct RowFormats {
 };
 
 // Runs of consecutive rows with one format; empty rows join the current run
-// (leading empty rows join the first run that has values).
+// (leading empty rows join the first run that has values). Calls
+// on_new_run(format, row) for the first row of each run and on_extend(format,
+// row) for each row a run takes after it (its format replaces the run's when
+// only empty rows came before).
+template <typename Index, typename NewRun, typename Extend>
+void scan_runs(const CsrView<Index> &csr, const RowFormats &formats, NewRun on_new_run, Extend on_extend)
+{
+  bool has_values = false; // whether the last run holds a nonempty row
+  Format current  = Format::fp64;
+  for (Index i = 0; i < csr.nrows; ++i) {
+    const bool empty = csr.rowptr[i + 1] == csr.rowptr[i];
+    const Format f   = formats[i];
+    if (i == 0 || (!empty && has_values && f != current)) {
+      on_new_run(f, i);
+      current    = f;
+      has_values = !empty;
+    } else if (empty || f == current) {
+      on_extend(current, i);
+      has_values = has_values || !empty;
+    } else { // only empty rows so far: take this row's format
+      current = f;
+      on_extend(current, i);
+      has_values = true;
+    }
+  }
+}
+
 template <typename Index> std::vector<Run> find_runs(const CsrView<Index> &csr, const RowFormats &formats)
 {
   std::vector<Run> runs;
@@ -283,23 +350,30 @@ template <typename Index> std::vector<Run> find_runs(const CsrView<Index> &csr, 
     if (csr.nrows > 0) runs.push_back({formats.all, 0, csr.nrows});
     return runs;
   }
-  bool has_values = false; // whether the last run holds a nonempty row
-  for (Index i = 0; i < csr.nrows; ++i) {
-    const bool empty = csr.rowptr[i + 1] == csr.rowptr[i];
-    if (runs.empty()) {
-      runs.push_back({formats[i], i, i + 1});
-      has_values = !empty;
-    } else if (empty || runs.back().format == formats[i]) {
-      runs.back().end = i + 1;
-      has_values      = has_values || !empty;
-    } else if (!has_values) { // only empty rows so far: take this row's format
-      runs.back().format = formats[i];
-      runs.back().end    = i + 1;
-      has_values         = true;
-    } else {
-      runs.push_back({formats[i], i, i + 1});
-    }
-  }
+  scan_runs(
+      csr, formats,
+      [&](Format f, Index i) {
+        runs.push_back({f, i, i + 1});
+      },
+      [&](Format f, Index i) {
+        runs.back().format = f;
+        runs.back().end    = i + 1;
+      });
+  return runs;
+}
+
+// How many runs find_runs would return, without making them (a matrix whose
+// rows alternate formats has millions), and the nonempty rows.
+template <typename Index>
+std::int64_t count_runs(const CsrView<Index> &csr, const RowFormats &formats, std::int64_t &nonempty)
+{
+  nonempty = 0;
+  for (Index i = 0; i < csr.nrows; ++i)
+    nonempty += csr.rowptr[i + 1] > csr.rowptr[i];
+  if (!formats.per_row) return csr.nrows > 0 ? 1 : 0;
+  std::int64_t runs = 0;
+  scan_runs(
+      csr, formats, [&](Format, Index) { ++runs; }, [](Format, Index) {});
   return runs;
 }
 
@@ -319,24 +393,40 @@ template <typename Index> void shape_runs(const CsrView<Index> &csr, const std::
   out.all_rows_covered = true;
 }
 
-template <typename Index> void shape_grouped(const CsrView<Index> &csr, const RowFormats &formats, CompactCsr &out)
+// One block per format of the nonempty rows in that format, in one pass over
+// the rows into arrays of their final size (taken from spare when it has some:
+// the arrays of the copy being replaced, already mapped).
+template <typename Index>
+void shape_grouped(const CsrView<Index> &csr, const RowFormats &formats, CompactCsr &out, GroupedSpares &spare)
 {
   if (csr.nrows > std::numeric_limits<std::int32_t>::max())
     throw StorageError("petscmp: more than 2^31 local rows need the grouped layout, which indexes rows in 32 bits");
+  std::int64_t rows_of[kFormatCount] = {};
+  for (Index i = 0; i < csr.nrows; ++i)
+    rows_of[static_cast<int>(formats[i])] += csr.rowptr[i + 1] > csr.rowptr[i];
+  RowBlock blocks[kFormatCount];
   for (int fi = 0; fi < kFormatCount; ++fi) {
-    const Format f = static_cast<Format>(fi);
-    RowBlock block;
-    block.format = f;
-    block.value_offsets.push_back(0);
-    for (Index i = 0; i < csr.nrows; ++i) {
-      const Index n = csr.rowptr[i + 1] - csr.rowptr[i];
-      if (n == 0 || formats[i] != f) continue;
-      block.rows.push_back(static_cast<std::int32_t>(i));
-      block.value_offsets.push_back(block.value_offsets.back() + n);
-    }
-    if (block.rows.empty()) continue;
-    block.nnz = block.value_offsets.back();
-    out.blocks.push_back(std::move(block));
+    if (!rows_of[fi]) continue;
+    blocks[fi].format = static_cast<Format>(fi);
+    spare.take(blocks[fi].rows, blocks[fi].value_offsets);
+    blocks[fi].rows.resize(static_cast<std::size_t>(rows_of[fi]));
+    blocks[fi].value_offsets.resize(static_cast<std::size_t>(rows_of[fi]) + 1);
+    blocks[fi].value_offsets[0] = 0;
+  }
+  std::int64_t next[kFormatCount] = {};
+  for (Index i = 0; i < csr.nrows; ++i) {
+    const Index n = csr.rowptr[i + 1] - csr.rowptr[i];
+    if (n == 0) continue;
+    const int fi           = static_cast<int>(formats[i]);
+    RowBlock &b            = blocks[fi];
+    const std::int64_t k   = next[fi]++;
+    b.rows[k]              = static_cast<std::int32_t>(i);
+    b.value_offsets[k + 1] = b.value_offsets[k] + n;
+  }
+  for (RowBlock &b : blocks) {
+    if (b.rows.empty()) continue;
+    b.nnz = b.value_offsets.back();
+    out.blocks.push_back(std::move(b));
   }
   out.all_rows_covered = false;
 }
@@ -1470,6 +1560,7 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   BufferPool pool;
   std::vector<std::vector<NodeInfo>> spare_nodes;
   std::vector<SliceShape> spare_slices;
+  GroupedSpares grouped_spares;
   if (recycle) {
     for (RowBlock &b : recycle->blocks) {
       pool.give(b.values.buffer());
@@ -1479,6 +1570,7 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
       if (b.nodes.capacity()) spare_nodes.push_back(std::move(b.nodes));
       if (b.slice_offsets.capacity())
         spare_slices.push_back({std::move(b.slice_offsets), std::move(b.slice_col_offsets)});
+      grouped_spares.give(b.rows, b.value_offsets);
     }
     std::reverse(spare_nodes.begin(), spare_nodes.end()); // taken from the back: first block first
     std::reverse(spare_slices.begin(), spare_slices.end());
@@ -1500,19 +1592,14 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   out.stats.index_size = sizeof(Index);
   forget_relative_errors(out.stats, opts.mode);
 
-  const std::vector<Run> runs = find_runs(csr, row_formats);
-  std::int64_t nonempty       = 0;
-  for (Index i = 0; i < csr.nrows; ++i)
-    nonempty += csr.rowptr[i + 1] > csr.rowptr[i];
+  std::int64_t nonempty   = 0;
+  const std::int64_t runs = count_runs(csr, row_formats, nonempty);
   const bool mostly_empty = 2 * nonempty < csr.nrows;
-  const bool fragmented =
-      static_cast<std::int64_t>(runs.size()) * opts.min_run_rows > std::max<std::int64_t>(nonempty, 1);
-  if (runs.size() <= 1 && !mostly_empty)
-    shape_runs(csr, runs, out);
-  else if (fragmented || mostly_empty)
-    shape_grouped(csr, row_formats, out);
+  const bool fragmented   = runs * opts.min_run_rows > std::max<std::int64_t>(nonempty, 1);
+  if ((runs <= 1 && !mostly_empty) || !(fragmented || mostly_empty))
+    shape_runs(csr, find_runs(csr, row_formats), out);
   else
-    shape_runs(csr, runs, out);
+    shape_grouped(csr, row_formats, out, grouped_spares);
   return fill_blocks(csr, opts.layout, opts.threads, out, pool, spare_nodes, spare_slices, check);
 }
 

@@ -495,6 +495,56 @@ TYPED_TEST(BuilderTest, ToleranceBoundsRandomErrors)
   }
 }
 
+// The tolerance mode's formats against its definition, value by value: the
+// first of fp16, bf16, fp11_4, fp32, fp11_20 that stores every value of the row
+// exactly or rounded within its unit roundoff, with a relative error within the
+// tolerance (the builder decides without conversions where the unit roundoff
+// is within the tolerance). Values near every format's range limits, random
+// significands of 1-20 bits, specials; tolerances on both sides of each unit
+// roundoff.
+TYPED_TEST(BuilderTest, ToleranceMatchesItsDefinition)
+{
+  const Format ladder[] = {Format::fp16, Format::bf16, Format::fp11_4, Format::fp32, Format::fp11_20};
+  std::mt19937_64 rng(31);
+  std::vector<double> pool = {0.0, -0.0, kInf, -kInf, kQNaN, kPNaN, 1e-310, 5e-324};
+  for (Format f : ladder)
+    for (double v : {max_finite(f), min_normal(f)})
+      for (double scale : {1.0, 1.0 + 0x1p-12, 1.0 - 0x1p-12, 1.0 + 0x1p-30, 0.5, 2.0})
+        pool.push_back(v * scale);
+  std::uniform_int_distribution<int> bits(1, 20), ex(-30, 30);
+  for (int i = 0; i < 300; ++i) {
+    const double m = 1.0 + std::ldexp(static_cast<double>(rng() & ((1u << 20) - 1)), -bits(rng));
+    pool.push_back(std::ldexp(m, ex(rng)) * ((rng() & 1) ? -1 : 1));
+  }
+  TestCsr<TypeParam> m;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<double> r(1 + rng() % 12);
+    for (auto &v : r)
+      v = pool[rng() % pool.size()];
+    m.add_row(r);
+  }
+  for (double tol : {0.0, 0x1p-25, 0x1p-24, 0x1p-23, 0x1p-12, 0x1p-11, 0x1p-10, 0x1p-9, 0x1p-8, 0x1p-5, 0x1p-4, 0.5}) {
+    StorageOptions o              = with_mode(StorageMode::tolerance);
+    o.tolerance                   = tol;
+    const std::vector<Format> got = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, o);
+    for (TypeParam i = 0; i < m.nrows; ++i) {
+      Format want = Format::fp64;
+      for (Format f : ladder) {
+        bool ok = true;
+        for (TypeParam k = m.rowptr[i]; k < m.rowptr[i + 1] && ok; ++k) {
+          const Conversion c = classify_conversion(f, m.vals[k]);
+          ok = (c == Conversion::exact || c == Conversion::rounded) && relative_error(f, m.vals[k]) <= tol;
+        }
+        if (ok) {
+          want = f;
+          break;
+        }
+      }
+      ASSERT_EQ(got[static_cast<std::size_t>(i)], want) << "row " << i << ", tolerance " << tol;
+    }
+  }
+}
+
 TYPED_TEST(BuilderTest, RowSplit)
 {
   StorageOptions o = with_mode(StorageMode::rowsplit);
