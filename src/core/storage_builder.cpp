@@ -242,7 +242,7 @@ template <typename Index> Format rowsplit_row_format(const RowValues<Index> &row
   if (n == 0) return Format::fp64;
   const std::int64_t inside = row.count_if([r](double v) { return std::fabs(v) < r; });
   if (static_cast<double>(inside) < fraction * static_cast<double>(n)) return Format::fp64;
-  return row.all_of([](double v) { return stores_within_roundoff(Format::fp32, v); }) ? Format::fp32 : Format::fp64;
+  return row_within_roundoff(row, Format::fp32) ? Format::fp32 : Format::fp64;
 }
 
 // The format of one row in mode opts.mode (r: rowsplit's range).
