@@ -213,7 +213,7 @@ template <typename Index> InvertedBlocks invert_diagonal_blocks(const CsrView<In
   out.value_offsets[0] = 0;
   for (std::int64_t b = 0; b < nblk; ++b)
     out.value_offsets[b + 1] = out.value_offsets[b] + std::int64_t(p.block_size(b)) * p.block_size(b);
-  out.inverses.resize(static_cast<std::size_t>(out.value_offsets[nblk]));
+  out.inverses.allocate(static_cast<std::size_t>(out.value_offsets[nblk])); // every block is written below
   out.norm_d.resize(nblk);
   out.kappa.resize(nblk);
   out.status.resize(nblk);

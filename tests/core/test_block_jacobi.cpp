@@ -157,7 +157,7 @@ Dense inverse_of(const InvertedBlocks &ib, std::int64_t b)
 {
   const int n = ib.partition.block_size(b);
   Dense e(n);
-  std::copy_n(ib.inverses.begin() + ib.value_offsets[static_cast<std::size_t>(b)], n * n, e.a.begin());
+  std::copy_n(ib.inverses.data() + ib.value_offsets[static_cast<std::size_t>(b)], n * n, e.a.begin());
   return e;
 }
 

@@ -248,10 +248,13 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
   }
   const CsrPattern<PetscInt> pattern{view.rowptr, view.cols};
   const int nt = AIJMPThreadCount(data_of(A)->settings);
-  if (product == Product::mult)
-    openmp::spmv(*c, pattern, x, z, y, nt);
-  else
-    openmp::spmv_transpose(*c, pattern, x, z, y, nt);
+  // guarded: a threaded transpose allocates one partial sum per thread, which may throw std::bad_alloc
+  PetscCall(guarded([&] {
+    if (product == Product::mult)
+      openmp::spmv(*c, pattern, x, z, y, nt);
+    else
+      openmp::spmv_transpose(*c, pattern, x, z, y, nt);
+  }));
   if (zz && zz == yy)
     PetscCall(VecRestoreArray(yy, &y));
   else {
