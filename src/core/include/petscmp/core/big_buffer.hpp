@@ -35,23 +35,17 @@ public:
     swap(o);
     return *this;
   }
-  ~BigBuffer() { std::free(data_); }
+  ~BigBuffer() { release(); }
 
   // n bytes of undefined content (the previous memory is reused when large enough).
   void allocate(std::size_t n)
   {
     if (n > capacity_) {
-      std::free(data_);
-      data_     = nullptr;
-      capacity_ = size_ = 0;
-      const std::size_t align = n >= kHugePage ? kHugePage : 64;
-      const std::size_t bytes = (n + align - 1) / align * align;
-      data_                   = static_cast<unsigned char *>(std::aligned_alloc(align, bytes));
-      if (!data_) throw std::bad_alloc();
-      capacity_ = bytes;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-      if (align == kHugePage) (void)madvise(data_, bytes, MADV_HUGEPAGE); // advice only: failure is harmless
-#endif
+      release();
+      if (n >= kHugePage)
+        map_huge_pages(n);
+      else
+        allocate_lines(n);
     }
     size_ = n;
   }
@@ -60,24 +54,83 @@ public:
     allocate(n);
     if (n) std::memset(data_, 0, n);
   }
-  void release()
+  void release() noexcept
   {
-    std::free(data_);
+#if defined(__linux__)
+    if (mapped_)
+      (void)munmap(data_, capacity_);
+    else
+#endif
+      std::free(data_);
     data_     = nullptr;
     capacity_ = size_ = 0;
+    mapped_           = false;
   }
-  std::size_t size() const { return size_; }
-  std::size_t capacity() const { return capacity_; }
-  unsigned char *data() { return data_; }
-  const unsigned char *data() const { return data_; }
+  std::size_t size() const
+  {
+    return size_;
+  }
+  std::size_t capacity() const
+  {
+    return capacity_;
+  }
+  unsigned char *data()
+  {
+    return data_;
+  }
+  const unsigned char *data() const
+  {
+    return data_;
+  }
   void swap(BigBuffer &o) noexcept
   {
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     std::swap(capacity_, o.capacity_);
+    std::swap(mapped_, o.mapped_);
   }
 
 private:
+  static std::size_t round_up(std::size_t n, std::size_t to)
+  {
+    return (n + to - 1) / to * to;
+  }
+  void allocate_lines(std::size_t n)
+  {
+    const std::size_t bytes = round_up(n, 64);
+    data_                   = static_cast<unsigned char *>(std::aligned_alloc(64, bytes));
+    if (!data_) throw std::bad_alloc();
+    capacity_ = bytes;
+  }
+  // A mapping of its own, not malloc's: memory freed to malloc stays in its
+  // heap with the huge-page advice, where later small allocations fault whole
+  // 2 MiB pages; a process that made and freed large buffers in turn (repeated
+  // block-Jacobi setups) grew by a buffer at each cycle. An unmapped buffer
+  // goes back to the system.
+  void map_huge_pages(std::size_t n)
+  {
+#if defined(__linux__)
+    const std::size_t bytes = round_up(n, kHugePage), span = bytes + kHugePage;
+    void *base = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) throw std::bad_alloc();
+    // keep the 2 MiB-aligned part, give back the rest
+    const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(base), aligned = round_up(begin, kHugePage);
+    if (aligned > begin) (void)munmap(base, aligned - begin);
+    if (begin + span > aligned + bytes)
+      (void)munmap(reinterpret_cast<void *>(aligned + bytes), begin + span - aligned - bytes);
+    data_     = reinterpret_cast<unsigned char *>(aligned);
+    capacity_ = bytes;
+    mapped_   = true;
+#if defined(MADV_HUGEPAGE)
+    (void)madvise(data_, bytes, MADV_HUGEPAGE); // advice only: failure is harmless
+#endif
+#else
+    const std::size_t bytes = round_up(n, kHugePage);
+    data_                   = static_cast<unsigned char *>(std::aligned_alloc(kHugePage, bytes));
+    if (!data_) throw std::bad_alloc();
+    capacity_ = bytes;
+#endif
+  }
   void copy_from(const BigBuffer &o)
   {
     allocate(o.size_);
@@ -86,6 +139,7 @@ private:
   unsigned char *data_  = nullptr;
   std::size_t size_     = 0;
   std::size_t capacity_ = 0;
+  bool mapped_          = false; // data_ is a mapping of capacity_ bytes (else malloc's)
 };
 
 // An array of trivially copyable T in a BigBuffer: the few operations the
@@ -98,7 +152,8 @@ public:
   void assign(std::size_t n, T value)
   {
     allocate(n);
-    for (std::size_t i = 0; i < n; ++i) data()[i] = value;
+    for (std::size_t i = 0; i < n; ++i)
+      data()[i] = value;
   }
   void release() { buffer_.release(); }
   std::size_t size() const { return buffer_.size() / sizeof(T); }
