@@ -101,7 +101,14 @@ BlockPartition partition_from_sizes(const std::int64_t *sizes, std::int64_t coun
 
 // ---- dense blocks --------------------------------------------------------------------
 
-double norm1(int n, const double *a)
+namespace {
+// The dense-block routines are inline with the size as a parameter: called
+// with a constant size (blocks of 1-8 rows, below) the compiler unrolls them,
+// with the same operations in the same order, so the results are the bits of
+// the general code (test BlockJacobiInversion.FixedSizesMatchTheGeneralCode).
+#define PETSCMP_INLINE inline __attribute__((always_inline))
+
+PETSCMP_INLINE double norm1_of(int n, const double *a)
 {
   double best = 0.0;
   for (int c = 0; c < n; ++c) {
@@ -113,12 +120,23 @@ double norm1(int n, const double *a)
   return best;
 }
 
-bool is_exactly_symmetric(int n, const double *a)
+PETSCMP_INLINE bool exactly_symmetric(int n, const double *a)
 {
   for (int c = 0; c < n; ++c)
     for (int r = c + 1; r < n; ++r)
       if (double_bits(a[r + c * n]) != double_bits(a[c + r * n])) return false;
   return true;
+}
+} // namespace
+
+double norm1(int n, const double *a)
+{
+  return norm1_of(n, a);
+}
+
+bool is_exactly_symmetric(int n, const double *a)
+{
+  return exactly_symmetric(n, a);
 }
 
 const char *inversion_status_name(InversionStatus s)
@@ -133,12 +151,13 @@ const char *inversion_status_name(InversionStatus s)
   }
 }
 
-InversionStatus invert_gauss_jordan(int n, double *a, int *pivots)
+namespace {
+PETSCMP_INLINE InversionStatus gauss_jordan(int n, double *a, int *pivots)
 {
   for (int i = 0; i < n * n; ++i)
     if (!std::isfinite(a[i])) return InversionStatus::not_finite;
   // a pivot below this is rounding noise of the elimination: numerically singular
-  const double negligible = n * std::numeric_limits<double>::epsilon() * norm1(n, a);
+  const double negligible = n * std::numeric_limits<double>::epsilon() * norm1_of(n, a);
   for (int k = 0; k < n; ++k) {
     int p = k;
     for (int i = k + 1; i < n; ++i)
@@ -176,13 +195,20 @@ InversionStatus invert_gauss_jordan(int n, double *a, int *pivots)
     if (!std::isfinite(a[i])) return InversionStatus::singular;
   return InversionStatus::ok;
 }
+} // namespace
+
+InversionStatus invert_gauss_jordan(int n, double *a, int *pivots)
+{
+  return gauss_jordan(n, a, pivots);
+}
 
 // ---- inversion ----------------------------------------------------------------------------
 
 namespace {
 
 // D = A(rows, rows) of block [begin, begin + n), column-major; other columns ignored.
-template <typename Index> void extract_block(const CsrView<Index> &csr, std::int64_t begin, int n, double *d)
+template <typename Index>
+PETSCMP_INLINE void extract_block(const CsrView<Index> &csr, std::int64_t begin, int n, double *d)
 {
   std::fill(d, d + n * n, 0.0);
   for (int r = 0; r < n; ++r) {
@@ -194,11 +220,37 @@ template <typename Index> void extract_block(const CsrView<Index> &csr, std::int
   }
 }
 
-void symmetrize(int n, double *a)
+PETSCMP_INLINE void symmetrize(int n, double *a)
 {
   for (int c = 0; c < n; ++c)
     for (int r = c + 1; r < n; ++r)
       a[r + c * n] = a[c + r * n] = 0.5 * (a[r + c * n] + a[c + r * n]);
+}
+
+// Block b of out: extracted, inverted, symmetrized when D_b is, kappa_1.
+// N > 0: blocks of N rows (unrolled); N = 0: any size.
+template <int N, typename Index>
+void invert_block(const CsrView<Index> &csr, std::int64_t b, InvertedBlocks &out, int *pivots)
+{
+  const BlockPartition &p = out.partition;
+  const int n             = N > 0 ? N : p.block_size(b);
+  double *e               = out.inverses.data() + out.value_offsets[b];
+  extract_block(csr, p.offsets[b], n, e);
+  out.norm_d[b]    = norm1_of(n, e);
+  out.symmetric[b] = exactly_symmetric(n, e);
+  out.status[b]    = gauss_jordan(n, e, pivots);
+  if (out.status[b] == InversionStatus::ok) {
+    // CG needs a symmetric preconditioner; elimination does not keep symmetry exactly
+    if (out.symmetric[b]) symmetrize(n, e);
+    out.kappa[b] = out.norm_d[b] * norm1_of(n, e);
+    // an inverse whose condition number reaches 1/eps carries no correct digit
+    if (!(out.kappa[b] * std::numeric_limits<double>::epsilon() < 1.0)) out.status[b] = InversionStatus::singular;
+  }
+  if (out.status[b] != InversionStatus::ok) {
+    out.kappa[b] = std::numeric_limits<double>::infinity();
+    std::fill(e, e + n * n, 0.0);
+    if (out.failed_blocks++ == 0) out.first_failed_block = b;
+  }
 }
 
 } // namespace
@@ -220,23 +272,27 @@ template <typename Index> InvertedBlocks invert_diagonal_blocks(const CsrView<In
   out.symmetric.resize(nblk);
   int pivots[kMaxBlockSize];
   for (std::int64_t b = 0; b < nblk; ++b) {
-    const int n = p.block_size(b);
-    double *e   = out.inverses.data() + out.value_offsets[b];
-    extract_block(csr, p.offsets[b], n, e);
-    out.norm_d[b]    = norm1(n, e);
-    out.symmetric[b] = is_exactly_symmetric(n, e);
-    out.status[b]    = invert_gauss_jordan(n, e, pivots);
-    if (out.status[b] == InversionStatus::ok) {
-      // CG needs a symmetric preconditioner; elimination does not keep symmetry exactly
-      if (out.symmetric[b]) symmetrize(n, e);
-      out.kappa[b] = out.norm_d[b] * norm1(n, e);
-      // an inverse whose condition number reaches 1/eps carries no correct digit
-      if (!(out.kappa[b] * std::numeric_limits<double>::epsilon() < 1.0)) out.status[b] = InversionStatus::singular;
-    }
-    if (out.status[b] != InversionStatus::ok) {
-      out.kappa[b] = std::numeric_limits<double>::infinity();
-      std::fill(e, e + n * n, 0.0);
-      if (out.failed_blocks++ == 0) out.first_failed_block = b;
+    switch (p.block_size(b)) { // small blocks (FEM nodes, 2-8 dofs) unrolled: point-block Jacobi's setup
+    case 1:
+      invert_block<1>(csr, b, out, pivots);
+      break;
+    case 2:
+      invert_block<2>(csr, b, out, pivots);
+      break;
+    case 3:
+      invert_block<3>(csr, b, out, pivots);
+      break;
+    case 4:
+      invert_block<4>(csr, b, out, pivots);
+      break;
+    case 5:
+      invert_block<5>(csr, b, out, pivots);
+      break;
+    case 6:
+      invert_block<6>(csr, b, out, pivots);
+      break;
+    default:
+      invert_block<0>(csr, b, out, pivots);
     }
   }
   return out;
