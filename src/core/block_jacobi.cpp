@@ -336,26 +336,48 @@ bool has_reduced_range(Format f)
 namespace {
 
 // kappa * ||E - round(E)||_1 / ||E||_1, which bounds ||I - round(E) D||_1;
-// infinity when rounding overflows. One dispatch per block, not per value.
+// infinity when rounding overflows.
+template <typename S> PETSCMP_INLINE double perturbation_of(int n, const double *e, double kappa)
+{
+  double worst_diff = 0.0, norm_e = 0.0;
+  for (int c = 0; c < n; ++c) {
+    double diff = 0.0, col = 0.0;
+    for (int r = 0; r < n; ++r) {
+      const double v = e[r + c * n], stored = decode(encode_as<S>(v));
+      if (!std::isfinite(stored)) return std::numeric_limits<double>::infinity();
+      diff += std::fabs(v - stored);
+      col += std::fabs(v);
+    }
+    worst_diff = std::max(worst_diff, diff);
+    norm_e     = std::max(norm_e, col);
+  }
+  return kappa * worst_diff / norm_e;
+}
+
+// One dispatch per block, not per value; blocks of 1-6 rows unrolled (the same bits).
 double rounding_perturbation(const InvertedBlocks &blocks, std::int64_t b, Format f)
 {
-  const int n     = blocks.partition.block_size(b);
-  const double *e = blocks.inverses.data() + blocks.value_offsets[b];
+  const int n        = blocks.partition.block_size(b);
+  const double *e    = blocks.inverses.data() + blocks.value_offsets[b];
+  const double kappa = blocks.kappa[b];
   return dispatch_format(f, [&](auto tag) {
-    using S           = typename decltype(tag)::type;
-    double worst_diff = 0.0, norm_e = 0.0;
-    for (int c = 0; c < n; ++c) {
-      double diff = 0.0, col = 0.0;
-      for (int r = 0; r < n; ++r) {
-        const double v = e[r + c * n], stored = decode(encode_as<S>(v));
-        if (!std::isfinite(stored)) return std::numeric_limits<double>::infinity();
-        diff += std::fabs(v - stored);
-        col += std::fabs(v);
-      }
-      worst_diff = std::max(worst_diff, diff);
-      norm_e     = std::max(norm_e, col);
+    using S = typename decltype(tag)::type;
+    switch (n) {
+    case 1:
+      return perturbation_of<S>(1, e, kappa);
+    case 2:
+      return perturbation_of<S>(2, e, kappa);
+    case 3:
+      return perturbation_of<S>(3, e, kappa);
+    case 4:
+      return perturbation_of<S>(4, e, kappa);
+    case 5:
+      return perturbation_of<S>(5, e, kappa);
+    case 6:
+      return perturbation_of<S>(6, e, kappa);
+    default:
+      return perturbation_of<S>(n, e, kappa);
     }
-    return blocks.kappa[b] * worst_diff / norm_e;
   });
 }
 
