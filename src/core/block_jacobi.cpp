@@ -394,7 +394,10 @@ std::vector<Format> select_block_formats(const InvertedBlocks &blocks, const For
 {
   SelectionStats local;
   const std::vector<Format> candidates = candidate_formats(s);
-  const std::int64_t nblk              = blocks.partition.block_count();
+  std::vector<double> roundoff;
+  for (Format f : candidates)
+    roundoff.push_back(unit_roundoff(f));
+  const std::int64_t nblk = blocks.partition.block_count();
   std::vector<Format> formats(static_cast<std::size_t>(nblk), Format::fp64);
   for (std::int64_t b = 0; b < nblk; ++b) {
     Format chosen = Format::fp64;
@@ -408,10 +411,13 @@ std::vector<Format> select_block_formats(const InvertedBlocks &blocks, const For
       else
         ++local.forced_fallbacks;
     } else {
-      for (Format f : candidates) {
+      // format_admissible without its repeated work: the unit roundoffs are computed once, the rounding test
+      // runs once per reduced-range candidate that kappa admits
+      for (std::size_t ci = 0; ci < candidates.size(); ++ci) {
+        const Format f = candidates[ci];
         if (f == Format::fp64) break;
-        if (!format_admissible(blocks, b, f, s.accuracy, false)) continue;
-        if (has_reduced_range(f) && !format_admissible(blocks, b, f, s.accuracy, true)) {
+        if (!(blocks.kappa[b] * roundoff[ci] <= s.accuracy)) continue;
+        if (has_reduced_range(f) && !(rounding_perturbation(blocks, b, f) <= s.accuracy)) {
           ++local.range_rejections;
           continue;
         }
@@ -436,7 +442,8 @@ std::int64_t BlockJacobiStorage::fp64_bytes() const
   return bytes;
 }
 
-BlockJacobiStorage pack_block_jacobi(const InvertedBlocks &blocks, const std::vector<Format> &formats, int group_blocks)
+BlockJacobiStorage pack_block_jacobi(const InvertedBlocks &blocks, const std::vector<Format> &formats, int group_blocks,
+                                     BlockJacobiStorage *recycle)
 {
   const BlockPartition &p = blocks.partition;
   const std::int64_t nblk = p.block_count();
@@ -460,6 +467,7 @@ BlockJacobiStorage pack_block_jacobi(const InvertedBlocks &blocks, const std::ve
     ++g->nblocks;
     bytes += std::int64_t(p.block_size(b)) * p.block_size(b) * static_cast<std::int64_t>(format_bytes(formats[b]));
   }
+  if (recycle) s.values.take_memory_of(recycle->values);
   s.values.resize(static_cast<std::size_t>(bytes));
   // values, each rounded once from fp64
   for (std::size_t gi = 0; gi < s.groups.size(); ++gi) {

@@ -1200,6 +1200,18 @@ void check_storage(const InvertedBlocks &ib, const std::vector<Format> &formats,
     EXPECT_EQ(s.value_bytes(), expect_bytes);
   }
   EXPECT_EQ(s.fp64_bytes(), expect_fp64);
+  // packed again into the memory of a storage being replaced (a Newton step's setup: here the same blocks all in
+  // fp64, the largest, whose bytes are not zero where padding goes): the same bytes, padding included, in its memory
+  BlockJacobiStorage old = pack_block_jacobi(ib, std::vector<Format>(formats.size(), Format::fp64), group_blocks);
+  const unsigned char *old_memory = old.values.as<unsigned char>();
+  const BlockJacobiStorage again  = pack_block_jacobi(ib, formats, group_blocks, &old);
+  ASSERT_EQ(again.value_bytes(), s.value_bytes());
+  EXPECT_EQ(0, std::memcmp(again.values.as<unsigned char>(), s.values.as<unsigned char>(),
+                           static_cast<std::size_t>(s.value_bytes())));
+  if (s.value_bytes() > 0) {
+    EXPECT_EQ(again.values.as<unsigned char>(), old_memory);
+  }
+  ASSERT_EQ(again.groups.size(), s.groups.size());
 }
 
 TEST(BlockJacobiStorageLayout, RoundTripOfMixedSizesAndFormats)

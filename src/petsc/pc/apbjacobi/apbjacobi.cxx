@@ -14,9 +14,8 @@
 #include "petscmpglue.h"
 #include "spmv.hpp"
 
-const char *const PCAPBJacobiBlocksTypes[]  = {"supervariable", "matblocksize",      "variable",
-                                               "auto",          "PCAPBJacobiBlocks", "PC_APBJACOBI_BLOCKS_",
-                                               nullptr};
+const char *const PCAPBJacobiBlocksTypes[]  = {"supervariable",     "matblocksize",         "variable", "auto",
+                                               "PCAPBJacobiBlocks", "PC_APBJACOBI_BLOCKS_", nullptr};
 const char *const PCAPBJacobiFormatsTypes[] = {"all",
                                                "ieee",
                                                "range_preserving",
@@ -176,7 +175,8 @@ PetscErrorCode BlocksFromSupervariables(PC pc, const CsrView<PetscInt> &csr)
   PetscFunctionBegin;
   PetscCall(MatGetBlockSize(pc->pmat, &bs));
   if (bs > 1 && bs <= kMaxBlockSize) {
-    PetscCall(guarded([&] { jac->partition = agglomerate(uniform_partition(csr.nrows, static_cast<int>(bs)), maxbs); }));
+    PetscCall(
+        guarded([&] { jac->partition = agglomerate(uniform_partition(csr.nrows, static_cast<int>(bs)), maxbs); }));
     PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule),
                             "supervariables: whole point blocks of size %" PetscInt_FMT ", agglomerated up to %d rows",
                             bs, maxbs));
@@ -317,7 +317,8 @@ PetscErrorCode PCSetUp_APBJacobi(PC pc)
   PetscFunctionBegin;
   jac->failed      = false;
   pc->failedreason = PC_NOERROR;
-  jac->storage.reset();
+  // a new setup of the same PC (new values, a Newton step): the new inverses are packed into the old ones' memory
+  std::unique_ptr<BlockJacobiStorage> old_storage = std::move(jac->storage);
   PetscCall(PetscTime(&t0));
   PetscCall(PetscLogEventBegin(PCAPBJACOBI_Detect, pc, 0, 0, 0));
   PetscCall(LocalCsr(pc, csr));
@@ -333,8 +334,10 @@ PetscErrorCode PCSetUp_APBJacobi(PC pc)
 
   PetscCall(PetscLogEventBegin(PCAPBJACOBI_Select, pc, 0, 0, 0));
   PetscCall(guarded([&] {
-    formats      = select_block_formats(inv, SelectionOf(*jac), &sel);
-    jac->storage = std::make_unique<BlockJacobiStorage>(pack_block_jacobi(inv, formats));
+    formats = select_block_formats(inv, SelectionOf(*jac), &sel);
+    jac->storage =
+        std::make_unique<BlockJacobiStorage>(pack_block_jacobi(inv, formats, kDefaultGroupBlocks, old_storage.get()));
+    old_storage.reset();
   }));
   PetscCall(PetscLogEventEnd(PCAPBJACOBI_Select, pc, 0, 0, 0));
   PetscCall(PetscTime(&t3));
@@ -415,10 +418,10 @@ PetscErrorCode PCSetFromOptions_APBJacobi(PC pc, PetscOptionItems *PetscOptionsO
                             "Largest diagonal block found by supervariable detection (1 to 32)",
                             "PCAPBJacobiSetMaxBlockSize", max_block_size, &max_block_size, &flg));
   if (flg) PetscCall(PCAPBJacobiSetMaxBlockSize(pc, max_block_size));
-  PetscCall(PetscOptionsEnum("-pc_apbjacobi_blocks",
-                             "How the diagonal blocks are found (auto: the matrix's point blocks or nodes, not agglomerated)",
-                             "PCAPBJacobiSetBlocks",
-                             PCAPBJacobiBlocksTypes, (PetscEnum)jac->blocks, (PetscEnum *)&jac->blocks, &flg));
+  PetscCall(PetscOptionsEnum(
+      "-pc_apbjacobi_blocks",
+      "How the diagonal blocks are found (auto: the matrix's point blocks or nodes, not agglomerated)",
+      "PCAPBJacobiSetBlocks", PCAPBJacobiBlocksTypes, (PetscEnum)jac->blocks, (PetscEnum *)&jac->blocks, &flg));
   if (flg) jac->partition_valid = false;
   PetscCall(PetscOptionsReal("-pc_apbjacobi_accuracy",
                              "Bound on ||I - E D||_1 each stored inverse block keeps (1e-2: two digits)",
@@ -554,7 +557,8 @@ using namespace petscmp;
    Supervariable detection merges adjacent nodes (the point blocks when the block size is larger than 1, else
    rows with identical column patterns) while the block stays within the maximum size, so with a block size it
    never splits a node. It is greedy and order based: the unknowns of one node must be numbered
-   consecutively, and it looks at the pattern only. -pc_view says which rule chose the partition. A singular or non-finite block makes the setup fail
+   consecutively, and it looks at the pattern only. -pc_view says which rule chose the partition. A singular or
+non-finite block makes the setup fail
    (`KSP_DIVERGED_PC_FAILED`), or raises an error with -ksp_error_if_not_converged / `PCSetErrorIfFailure()`.
    In parallel each process preconditions its local diagonal block. Matrices whose local block is not AIJ
    (BAIJ, SBAIJ, dense) are converted to AIJ at setup.

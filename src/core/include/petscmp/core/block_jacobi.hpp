@@ -152,6 +152,7 @@ inline constexpr int kDefaultGroupBlocks = 8;
 class CacheLineBytes {
 public:
   void resize(std::size_t n) { buffer_.allocate_zeroed(n); }
+  void take_memory_of(CacheLineBytes &o) { buffer_.swap(o.buffer_); }
   std::size_t size() const { return buffer_.size(); }
   template <typename T> T *as() { return reinterpret_cast<T *>(buffer_.data()); }
   template <typename T> const T *as() const { return reinterpret_cast<const T *>(buffer_.data()); }
@@ -170,8 +171,10 @@ struct BlockJacobiStorage {
 };
 // Packs the inverses in the chosen formats (rounded once from fp64), grouping
 // consecutive blocks of equal size and format, at most group_blocks per group.
+// recycle: a storage being replaced, whose value memory is reused (a new setup
+// on new values of the same matrix: no fresh pages).
 BlockJacobiStorage pack_block_jacobi(const InvertedBlocks &blocks, const std::vector<Format> &formats,
-                                     int group_blocks = kDefaultGroupBlocks);
+                                     int group_blocks = kDefaultGroupBlocks, BlockJacobiStorage *recycle = nullptr);
 // Reads entry (r, c) of block i of group g back as fp64 (for tests and views).
 double stored_entry(const BlockJacobiStorage &s, const BlockGroup &g, int i, int r, int c);
 
