@@ -261,13 +261,13 @@ template <typename Index> InvertedBlocks invert_diagonal_blocks(const CsrView<In
   InvertedBlocks out;
   out.partition           = p;
   const std::int64_t nblk = p.block_count();
-  out.value_offsets.resize(static_cast<std::size_t>(nblk) + 1);
+  out.value_offsets.allocate(static_cast<std::size_t>(nblk) + 1);
   out.value_offsets[0] = 0;
   for (std::int64_t b = 0; b < nblk; ++b)
     out.value_offsets[b + 1] = out.value_offsets[b] + std::int64_t(p.block_size(b)) * p.block_size(b);
   out.inverses.allocate(static_cast<std::size_t>(out.value_offsets[nblk])); // every block is written below
-  out.norm_d.resize(nblk);
-  out.kappa.resize(nblk);
+  out.norm_d.allocate(static_cast<std::size_t>(nblk));                      // every block sets its entries
+  out.kappa.allocate(static_cast<std::size_t>(nblk));
   out.status.resize(nblk);
   out.symmetric.resize(nblk);
   int pivots[kMaxBlockSize];

@@ -77,10 +77,12 @@ InversionStatus invert_gauss_jordan(int n, double *a, int *work);
 // ---- pass 2: inversion --------------------------------------------------------
 struct InvertedBlocks {
   BlockPartition partition;
-  std::vector<std::int64_t> value_offsets; // block b's inverse at values[value_offsets[b] ...], b*b entries
-  BigArray<double> inverses;               // fp64, column-major per block (huge pages: see big_buffer.hpp)
-  std::vector<double> norm_d;              // ||D_b||_1
-  std::vector<double> kappa;               // ||D_b||_1 ||E_b||_1 (infinity for failed blocks)
+  // BigArrays (huge pages, no zero fill): every setup makes them anew, and a
+  // std::vector of tens of MB is zeroed and faulted 4 KiB at a time
+  BigArray<std::int64_t> value_offsets; // block b's inverse at values[value_offsets[b] ...], b*b entries
+  BigArray<double> inverses;            // fp64, column-major per block
+  BigArray<double> norm_d;              // ||D_b||_1
+  BigArray<double> kappa;               // ||D_b||_1 ||E_b||_1 (infinity for failed blocks)
   std::vector<InversionStatus> status;
   std::vector<std::uint8_t> symmetric; // D_b exactly symmetric: E_b was made exactly symmetric
   std::int64_t failed_blocks      = 0;
