@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -118,6 +119,28 @@ PETSCMP_INLINE double norm1_of(int n, const double *a)
     if (!(s <= best)) best = s; // NaN propagates
   }
   return best;
+}
+
+// fn(std::integral_constant<int, n>{}) for blocks of 1-6 rows (FEM nodes: code
+// unrolled for the size), fn(std::integral_constant<int, 0>{}) for any other.
+template <typename Fn> PETSCMP_INLINE decltype(auto) with_block_size(int n, Fn &&fn)
+{
+  switch (n) {
+  case 1:
+    return fn(std::integral_constant<int, 1>{});
+  case 2:
+    return fn(std::integral_constant<int, 2>{});
+  case 3:
+    return fn(std::integral_constant<int, 3>{});
+  case 4:
+    return fn(std::integral_constant<int, 4>{});
+  case 5:
+    return fn(std::integral_constant<int, 5>{});
+  case 6:
+    return fn(std::integral_constant<int, 6>{});
+  default:
+    return fn(std::integral_constant<int, 0>{});
+  }
 }
 
 PETSCMP_INLINE bool exactly_symmetric(int n, const double *a)
@@ -272,28 +295,7 @@ template <typename Index> InvertedBlocks invert_diagonal_blocks(const CsrView<In
   out.symmetric.resize(nblk);
   int pivots[kMaxBlockSize];
   for (std::int64_t b = 0; b < nblk; ++b) {
-    switch (p.block_size(b)) { // small blocks (FEM nodes, 2-8 dofs) unrolled: point-block Jacobi's setup
-    case 1:
-      invert_block<1>(csr, b, out, pivots);
-      break;
-    case 2:
-      invert_block<2>(csr, b, out, pivots);
-      break;
-    case 3:
-      invert_block<3>(csr, b, out, pivots);
-      break;
-    case 4:
-      invert_block<4>(csr, b, out, pivots);
-      break;
-    case 5:
-      invert_block<5>(csr, b, out, pivots);
-      break;
-    case 6:
-      invert_block<6>(csr, b, out, pivots);
-      break;
-    default:
-      invert_block<0>(csr, b, out, pivots);
-    }
+    with_block_size(p.block_size(b), [&](auto size) { invert_block<decltype(size)::value>(csr, b, out, pivots); });
   }
   return out;
 }
@@ -362,22 +364,10 @@ double rounding_perturbation(const InvertedBlocks &blocks, std::int64_t b, Forma
   const double kappa = blocks.kappa[b];
   return dispatch_format(f, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    switch (n) {
-    case 1:
-      return perturbation_of<S>(1, e, kappa);
-    case 2:
-      return perturbation_of<S>(2, e, kappa);
-    case 3:
-      return perturbation_of<S>(3, e, kappa);
-    case 4:
-      return perturbation_of<S>(4, e, kappa);
-    case 5:
-      return perturbation_of<S>(5, e, kappa);
-    case 6:
-      return perturbation_of<S>(6, e, kappa);
-    default:
-      return perturbation_of<S>(n, e, kappa);
-    }
+    return with_block_size(n, [&](auto size) {
+      constexpr int N = decltype(size)::value;
+      return perturbation_of<S>(N > 0 ? N : n, e, kappa);
+    });
   });
 }
 

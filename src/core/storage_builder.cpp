@@ -224,9 +224,16 @@ template <typename Index> Format uniform_row_format(const RowValues<Index> &row,
 // test of the uniform modes decides without converting a value.
 template <typename Index> Format tolerance_row_format(const RowValues<Index> &row, double tol)
 {
-  for (Format f : kToleranceLadder) {
+  static const auto roundoff = [] { // once, not per row
+    std::array<double, std::size(kToleranceLadder)> u{};
+    for (std::size_t i = 0; i < u.size(); ++i)
+      u[i] = unit_roundoff(kToleranceLadder[i]);
+    return u;
+  }();
+  for (std::size_t i = 0; i < std::size(kToleranceLadder); ++i) {
+    const Format f = kToleranceLadder[i];
     if (f == Format::fp64) break;
-    if (unit_roundoff(f) <= tol ? row_within_roundoff(row, f) : row.all_of([f, tol](double v) {
+    if (roundoff[i] <= tol ? row_within_roundoff(row, f) : row.all_of([f, tol](double v) {
           return stores_within_roundoff(f, v) && relative_error(f, v) <= tol;
         }))
       return f;

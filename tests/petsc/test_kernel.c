@@ -60,6 +60,18 @@ static PetscErrorCode ExpectKernelParts(Mat B, PetscInt64 undecided, PetscInt64 
   PetscFunctionReturn(0);
 }
 
+/* Every local block has chosen its kernel (none undecided). */
+static PetscErrorCode ExpectDecided(Mat B, PetscInt64 parts, const char *what)
+{
+  MatAIJMPInfo info;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == 0 && info.kernel_parts[1] + info.kernel_parts[2] == parts,
+             "%s: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks undecided", what, info.kernel_parts[0], parts);
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode CreatePair(const TestMatOpts *o, MatAIJMPKernel kernel, MatAIJMPStorage storage, Mat *A, Mat *B)
 {
   PetscFunctionBeginUser;
@@ -228,9 +240,7 @@ static PetscErrorCode TestDeferredTrial(const TestMatOpts *o, ProductVecs *v, Pe
              "after the fourth product the trial must be under way: %" PetscInt64_FMT " deferred, %" PetscInt64_FMT
              " undecided", info.kernel_deferred, info.kernel_parts[0]);
   PetscCall(CheckMults(B, A, v, 6, "fp64 inode, the timed trial"));
-  PetscCall(MatAIJMPGetInfo(B, &info));
-  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == 0 && info.kernel_parts[1] + info.kernel_parts[2] == parts,
-             "the trial did not decide after 6 timed products: %" PetscInt64_FMT " undecided", info.kernel_parts[0]);
+  PetscCall(ExpectDecided(B, parts, "the trial after 6 timed products"));
   PetscCall(CheckProducts(B, A, v, "fp64 inode, trial decided"));
   PetscCall(MatDestroy(&A));
   PetscCall(MatDestroy(&B));
@@ -251,9 +261,7 @@ static PetscErrorCode TestDeferredTrial(const TestMatOpts *o, ProductVecs *v, Pe
              "no inodes: both kernels must be timed (%" PetscInt64_FMT " by bytes, %" PetscInt64_FMT " deferred, %" PetscInt64_FMT
              " undecided)", info.kernel_by_bytes, info.kernel_deferred, info.kernel_parts[0]);
   PetscCall(CheckMults(B, A, v, 5, "fp64 without inodes, timed"));
-  PetscCall(MatAIJMPGetInfo(B, &info));
-  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == 0 && info.kernel_parts[1] + info.kernel_parts[2] == parts,
-             "no inodes: not decided after 6 timed products (%" PetscInt64_FMT " undecided)", info.kernel_parts[0]);
+  PetscCall(ExpectDecided(B, parts, "no inodes, after 6 timed products"));
   PetscCall(CheckProducts(B, A, v, "fp64 without inodes, decided"));
   PetscCall(MatDestroy(&A));
   PetscCall(MatDestroy(&B));
