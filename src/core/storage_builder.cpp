@@ -1383,13 +1383,16 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
 // options allow them and padding is small), then the values, written once, and
 // the byte accounting.
 template <typename Index>
-bool fill_blocks(const CsrView<Index> &csr, Layout layout, int threads, CompactCsr &out, BufferPool &pool,
-                 std::vector<std::vector<NodeInfo>> &spare_nodes, std::vector<SliceShape> &spare_slices,
-                 const RowFormatCheck<Index> *check)
+bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int threads, CompactCsr &out,
+                 BufferPool &pool, std::vector<std::vector<NodeInfo>> &spare_nodes,
+                 std::vector<SliceShape> &spare_slices, const RowFormatCheck<Index> *check)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
-  if (layout == Layout::sliced && !narrow_columns)
+  if ((layout == Layout::sliced || own_indices) && !narrow_columns)
     throw StorageError("petscmp: the sliced layout stores 32-bit column indices; this block has 2^31 columns or more");
+  if (own_indices && layout == Layout::csr)
+    throw StorageError("petscmp: the CSR layout reads a master's column indices; a matrix without a master (ellmp) "
+                       "needs the sliced, node or automatic layout");
   for (RowBlock &b : out.blocks) {
     FormatStats &fs      = out.stats.per_format[static_cast<int>(b.format)];
     const bool may_slice = layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0;
@@ -1417,7 +1420,8 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, int threads, CompactC
       slices.clear();
     else if (may_slice) {
       if (!slices_first) shape_slices_of_block();
-      if (layout != Layout::sliced && slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
+      if (layout != Layout::sliced && !own_indices &&
+          slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();
     }
     const bool written = dispatch_format(b.format, [&](auto tag) {
@@ -1594,6 +1598,7 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   out.order            = opts.order;
   out.layout_option    = opts.layout;
   out.min_run_rows     = opts.min_run_rows;
+  out.own_indices      = opts.own_indices;
   out.stats.nrows      = csr.nrows;
   out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
   out.stats.index_size = sizeof(Index);
@@ -1607,7 +1612,7 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
     shape_runs(csr, find_runs(csr, row_formats), out);
   else
     shape_grouped(csr, row_formats, out, grouped_spares);
-  return fill_blocks(csr, opts.layout, opts.threads, out, pool, spare_nodes, spare_slices, check);
+  return fill_blocks(csr, opts.layout, opts.own_indices, opts.threads, out, pool, spare_nodes, spare_slices, check);
 }
 
 template <typename Index>
@@ -1628,8 +1633,9 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
   for (const RowBlock &b : copy.blocks)
     held += b.values.size() ? b.nnz : 0;
   return !copy.entry_split() && copy.mode == opts.mode && copy.order == opts.order &&
-         copy.layout_option == opts.layout && copy.min_run_rows == opts.min_run_rows && copy.nrows == csr.nrows &&
-         copy.ncols == csr.ncols && copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
+         copy.layout_option == opts.layout && copy.min_run_rows == opts.min_run_rows &&
+         copy.own_indices == opts.own_indices && copy.nrows == csr.nrows && copy.ncols == csr.ncols &&
+         copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
 }
 
 // The values of every block, each row written after keeps(row, f) confirmed

@@ -104,6 +104,10 @@ struct StorageOptions {
   Layout layout         = Layout::automatic;
   std::int64_t min_run_rows = kMinRunLength; // shortest average run of one format kept as run blocks (tests lower it)
   int threads               = 1; // OpenMP threads that write the values (build and refill); the result is the same
+  // Every block stores its own column indices (nodes or slices, never CSR
+  // order reading a master's): the copy is the whole matrix (ellmp). Automatic
+  // then slices the blocks without nodes whatever their padding.
+  bool own_indices = false;
 };
 
 // A read-only view of a CSR matrix (the master copy).
@@ -297,6 +301,7 @@ struct CompactCsr {
   SumOrder order            = SumOrder::sequential;
   Layout layout_option      = Layout::automatic; // the layout option it was built with
   std::int64_t min_run_rows = kMinRunLength;     // and its run threshold
+  bool own_indices          = false;             // and StorageOptions::own_indices
   bool all_rows_covered     = true; // every row belongs to a block (run layout); else unlisted rows are empty
   std::vector<RowBlock> blocks;     // row-wise layouts
   std::vector<SplitPart> split;     // entry split (blocks empty)

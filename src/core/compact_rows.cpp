@@ -1,0 +1,228 @@
+// Row reads of self-contained compact copies (see compact_rows.hpp).
+#include "petscmp/core/compact_rows.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace petscmp {
+
+namespace {
+
+void require_self_contained(const RowBlock &b)
+{
+  if (!b.sliced() && !b.node_layout())
+    throw StorageError("petscmp: this compact copy reads its column indices from a CSR master it does not hold");
+}
+
+// fn(col, value_index) for every entry of block row k, in column order.
+template <typename Fn> void for_each_entry(const RowBlock &b, std::int64_t k, Fn &&fn)
+{
+  require_self_contained(b);
+  if (b.node_layout()) {
+    const NodeInfo &nd      = b.nodes[b.node_of(k)];
+    const std::int64_t r    = k - nd.first;
+    const unsigned char *at = b.node_cols.as<unsigned char>() + nd.indices;
+    for (std::int64_t e = 0; e < nd.length; ++e) {
+      const std::int64_t col = nd.wide ? std::int64_t{reinterpret_cast<const std::int32_t *>(at)[e]}
+                                       : nd.col_base + std::int64_t{reinterpret_cast<const std::uint16_t *>(at)[e]};
+      fn(col, nd.values + e * nd.rows + r);
+    }
+    return;
+  }
+  const std::int64_t n = b.row_lengths[static_cast<std::size_t>(k)];
+  for (std::int64_t e = 0; e < n; ++e)
+    fn(b.slice_column(k, e), b.value_index(k, e, 0));
+}
+
+std::int64_t block_row_length(const RowBlock &b, std::int64_t k)
+{
+  require_self_contained(b);
+  return b.node_layout() ? b.nodes[b.node_of(k)].length : b.row_lengths[static_cast<std::size_t>(k)];
+}
+
+// fn(value) with the block's stored value at index i decoded to fp64.
+template <typename Fn> void with_decoder(const RowBlock &b, Fn &&fn)
+{
+  dispatch_format(b.format, [&](auto tag) {
+    using S         = typename decltype(tag)::type;
+    const S *values = b.values.as<S>();
+    fn([values](std::int64_t i) { return decode(values[i]); });
+  });
+}
+
+// Entries (col, value) of row i of both parts of an entry split, merged in column order.
+template <typename Fn> void for_each_split_entry(const CompactCsr &c, std::int64_t i, Fn &&fn)
+{
+  const SplitPart &a = c.split[0];
+  const SplitPart *b = c.split.size() > 1 ? &c.split[1] : nullptr;
+  auto value         = [](const SplitPart &p, std::int64_t at) {
+    return dispatch_format(p.format, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      return decode(p.values.as<S>()[at]);
+    });
+  };
+  std::int64_t ea = a.rowptr[i], eb = b ? b->rowptr[i] : 0;
+  const std::int64_t enda = a.rowptr[i + 1], endb = b ? b->rowptr[i + 1] : 0;
+  while (ea < enda || eb < endb) {
+    if (eb >= endb || (ea < enda && a.cols[ea] < b->cols[eb])) {
+      fn(std::int64_t{a.cols[ea]}, value(a, ea));
+      ++ea;
+    } else {
+      fn(std::int64_t{b->cols[eb]}, value(*b, eb));
+      ++eb;
+    }
+  }
+}
+
+} // namespace
+
+bool self_contained(const CompactCsr &c)
+{
+  if (c.entry_split()) return true;
+  return std::all_of(c.blocks.begin(), c.blocks.end(),
+                     [](const RowBlock &b) { return b.row_count() == 0 || b.sliced() || b.node_layout(); });
+}
+
+CompactRowMap::CompactRowMap(const CompactCsr &c) : where_(static_cast<std::size_t>(c.nrows), -1)
+{
+  for (std::size_t blk = 0; blk < c.blocks.size(); ++blk) {
+    const RowBlock &b = c.blocks[blk];
+    for (std::int64_t k = 0; k < b.row_count(); ++k)
+      where_[static_cast<std::size_t>(b.row(k))] = (static_cast<std::int64_t>(blk) << kPositionBits) | k;
+  }
+}
+
+std::int64_t compact_row_length(const CompactCsr &c, const CompactRowMap &map, std::int64_t row)
+{
+  if (c.entry_split()) {
+    std::int64_t n = 0;
+    for (const SplitPart &p : c.split)
+      n += p.rowptr[row + 1] - p.rowptr[row];
+    return n;
+  }
+  const std::int64_t blk = map.block_of(row);
+  return blk < 0 ? 0 : block_row_length(c.blocks[blk], map.position_of(row));
+}
+
+template <typename Index>
+void read_compact_row(const CompactCsr &c, const CompactRowMap &map, std::int64_t row, Index *cols, double *vals)
+{
+  std::int64_t n = 0;
+  if (c.entry_split()) {
+    for_each_split_entry(c, row, [&](std::int64_t col, double v) {
+      cols[n]   = static_cast<Index>(col);
+      vals[n++] = v;
+    });
+    return;
+  }
+  const std::int64_t blk = map.block_of(row);
+  if (blk < 0) return;
+  const RowBlock &b = c.blocks[blk];
+  with_decoder(b, [&](auto value) {
+    for_each_entry(b, map.position_of(row), [&](std::int64_t col, std::int64_t at) {
+      cols[n]   = static_cast<Index>(col);
+      vals[n++] = value(at);
+    });
+  });
+}
+
+template <typename Index> void compact_row_lengths(const CompactCsr &c, Index *lengths)
+{
+  std::fill(lengths, lengths + c.nrows, Index{0});
+  if (c.entry_split()) {
+    for (const SplitPart &p : c.split)
+      for (std::int64_t i = 0; i < c.nrows; ++i)
+        lengths[i] += static_cast<Index>(p.rowptr[i + 1] - p.rowptr[i]);
+    return;
+  }
+  for (const RowBlock &b : c.blocks)
+    for (std::int64_t k = 0; k < b.row_count(); ++k)
+      lengths[b.row(k)] = static_cast<Index>(block_row_length(b, k));
+}
+
+template <typename Index> void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals)
+{
+  if (c.entry_split()) {
+    for (std::int64_t i = 0; i < c.nrows; ++i) {
+      std::int64_t at = rowptr[i];
+      for_each_split_entry(c, i, [&](std::int64_t col, double v) {
+        cols[at] = static_cast<Index>(col);
+        if (vals) vals[at] = v;
+        ++at;
+      });
+    }
+    return;
+  }
+  for (const RowBlock &b : c.blocks)
+    with_decoder(b, [&](auto value) {
+      for (std::int64_t k = 0; k < b.row_count(); ++k) {
+        std::int64_t at = rowptr[b.row(k)];
+        for_each_entry(b, k, [&](std::int64_t col, std::int64_t vi) {
+          cols[at] = static_cast<Index>(col);
+          if (vals) vals[at] = value(vi);
+          ++at;
+        });
+      }
+    });
+}
+
+void compact_diagonal(const CompactCsr &c, std::int64_t col_shift, double *d)
+{
+  std::fill(d, d + c.nrows, 0.0);
+  if (c.entry_split()) {
+    for (std::int64_t i = 0; i < c.nrows; ++i)
+      for_each_split_entry(c, i, [&](std::int64_t col, double v) {
+        if (col == i + col_shift) d[i] = v;
+      });
+    return;
+  }
+  for (const RowBlock &b : c.blocks)
+    with_decoder(b, [&](auto value) {
+      for (std::int64_t k = 0; k < b.row_count(); ++k) {
+        const std::int64_t row = b.row(k);
+        for_each_entry(b, k, [&](std::int64_t col, std::int64_t vi) {
+          if (col == row + col_shift) d[row] = value(vi);
+        });
+      }
+    });
+}
+
+void zero_compact_values(CompactCsr &c)
+{
+  for (RowBlock &b : c.blocks)
+    if (b.values.size()) std::memset(b.values.buffer().data(), 0, b.values.size());
+  for (SplitPart &p : c.split)
+    if (p.values.size()) std::memset(p.values.buffer().data(), 0, p.values.size());
+  for (FormatStats &f : c.stats.per_format)
+    f.max_relative_error = 0.0;
+  c.stats.errors_measured = true;
+}
+
+std::int64_t compact_memory_bytes(const CompactCsr &c)
+{
+  std::int64_t bytes = static_cast<std::int64_t>(sizeof(CompactCsr));
+  for (const RowBlock &b : c.blocks) {
+    bytes += static_cast<std::int64_t>(sizeof(RowBlock) + b.values.size() + b.node_cols.size());
+    bytes += static_cast<std::int64_t>(b.rows.capacity() * sizeof(std::int32_t) +
+                                       b.value_offsets.capacity() * sizeof(std::int64_t));
+    bytes +=
+        static_cast<std::int64_t>((b.slice_offsets.capacity() + b.slice_col_offsets.capacity()) * sizeof(std::int64_t));
+    bytes +=
+        static_cast<std::int64_t>(b.row_lengths.size() * sizeof(std::int32_t) + b.cols.size() * sizeof(std::int32_t));
+    bytes += static_cast<std::int64_t>(b.nodes.capacity() * sizeof(NodeInfo));
+  }
+  for (const SplitPart &p : c.split)
+    bytes += static_cast<std::int64_t>(p.rowptr.capacity() * sizeof(std::int64_t) +
+                                       p.cols.capacity() * sizeof(std::int32_t) + p.values.size());
+  return bytes;
+}
+
+#define PETSCMP_INSTANTIATE_COMPACT_ROWS(Index)                                                                        \
+  template void read_compact_row<Index>(const CompactCsr &, const CompactRowMap &, std::int64_t, Index *, double *);   \
+  template void compact_row_lengths<Index>(const CompactCsr &, Index *);                                               \
+  template void read_compact_csr<Index>(const CompactCsr &, const Index *, Index *, double *);
+PETSCMP_INSTANTIATE_COMPACT_ROWS(std::int32_t)
+PETSCMP_INSTANTIATE_COMPACT_ROWS(std::int64_t)
+#undef PETSCMP_INSTANTIATE_COMPACT_ROWS
+
+} // namespace petscmp

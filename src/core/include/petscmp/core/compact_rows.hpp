@@ -1,0 +1,57 @@
+// Reading a compact copy row by row, for matrices whose compact values are the
+// only copy (ellmp): such a copy must not lean on a master CSR, so every block
+// stores its own column indices (sliced or node layout, or an entry split).
+// The rows are decoded to fp64 exactly (decoding never rounds), so what these
+// functions return is what the products multiply by.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "petscmp/core/compact_csr.hpp"
+
+namespace petscmp {
+
+// Whether the copy holds its own column indices everywhere: products and row
+// reads then need nothing but the copy (StorageOptions::own_indices asks the
+// builder for such a copy).
+bool self_contained(const CompactCsr &c);
+
+// Where each row of a row-wise copy is stored: its block and its position in
+// the block. Made once per copy, when rows are read one at a time.
+class CompactRowMap {
+public:
+  CompactRowMap() = default;
+  explicit CompactRowMap(const CompactCsr &c);
+  bool empty() const { return where_.empty(); }
+  // The row's block, or -1 when no block holds it (an empty row).
+  std::int64_t block_of(std::int64_t row) const { return where_[row] < 0 ? -1 : where_[row] >> kPositionBits; }
+  std::int64_t position_of(std::int64_t row) const { return where_[row] & ((std::int64_t{1} << kPositionBits) - 1); }
+
+private:
+  static constexpr int kPositionBits = 40;
+  std::vector<std::int64_t> where_;
+};
+
+// Entries stored in one row (padding excluded).
+std::int64_t compact_row_length(const CompactCsr &c, const CompactRowMap &map, std::int64_t row);
+// The row's columns and fp64 values in column order; cols and vals hold compact_row_length entries.
+template <typename Index>
+void read_compact_row(const CompactCsr &c, const CompactRowMap &map, std::int64_t row, Index *cols, double *vals);
+
+// The entries of every row: lengths[row] for each of c.nrows rows.
+template <typename Index> void compact_row_lengths(const CompactCsr &c, Index *lengths);
+// The whole matrix in CSR order: rowptr from compact_row_lengths (prefix sums),
+// cols and vals filled (nnz entries each). vals may be null (the pattern only).
+template <typename Index> void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals);
+
+// d[i] = the stored entry (i, i + col_shift), 0 where the row has none.
+void compact_diagonal(const CompactCsr &c, std::int64_t col_shift, double *d);
+
+// Makes every stored value 0 (formats and layout kept: 0 is exact in each).
+void zero_compact_values(CompactCsr &c);
+
+// Bytes the copy occupies in memory (values, indices, block bookkeeping).
+std::int64_t compact_memory_bytes(const CompactCsr &c);
+
+} // namespace petscmp
