@@ -178,6 +178,38 @@ PETSC_EXTERN PetscErrorCode MatAIJMPGetInfo(Mat, MatAIJMPInfo *);
 
 PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATAIJMP_MultTranspose;
 
+/* ---- MATELLMP: sliced ELL whose compact values are the only copy ---- */
+
+/*MC
+   MATELLMP - MATELLMP = "ellmp" - A sparse matrix stored in sliced ELL (SELL-8, or nodes of rows sharing their
+   columns) whose values exist only in compact formats: unlike `MATAIJMP`, no fp64 copy is kept, so the matrix takes
+   about half of `MATAIJ`'s memory in fp32 and a third in fp16. `-mat_type ellmp` resolves to `MATSEQELLMP` ("seqellmp")
+   on one process; products compute in fp64.
+
+   The matrix is what is stored: in a lossy storage mode every operation (MatMult, MatGetRow, MatGetValues,
+   MatGetDiagonal, MatConvert, MatView) sees the rounded values, so the residuals a KSP computes are those of the stored
+   operator. In lossless mode (default) every value is kept exactly and products equal `MATAIJ`'s bit for bit.
+
+   Assembly goes through MatSetValues with the usual AIJ preallocation (MatSeqAIJSetPreallocation(),
+   MatXAIJSetPreallocation()) into a temporary AIJ matrix that MatAssemblyEnd() turns into the compact storage; values
+   set after an assembly reopen it from the stored values, and a reassembly with the same pattern keeps the layout.
+
+   Options Database Keys:
++  -mat_type ellmp - selects this type
+.  -mat_ellmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit> - as `MatAIJMPStorage`
+.  -mat_ellmp_tolerance <tol> - tolerance mode: bound on each entry's relative change
+.  -mat_ellmp_range_factor, -mat_ellmp_row_fraction, -mat_ellmp_range - rowsplit and entrysplit parameters
+.  -mat_ellmp_layout <auto,sliced,node> - nodes where rows share columns, else slices of 8 rows (csr is refused)
+-  -mat_ellmp_threads <n> - OpenMP threads for products and builds
+
+   Level: beginner
+
+.seealso: `MATAIJMP`, `MatAIJMPStorage`
+M*/
+#define MATELLMP    "ellmp"
+#define MATSEQELLMP "seqellmp"
+PETSC_EXTERN PetscLogEvent MATELLMP_Build, MATELLMP_Mult;
+
 /* ---- PCAPBJACOBI: adaptive-precision block-Jacobi ---- */
 #define PCAPBJACOBI "apbjacobi"
 

@@ -1,5 +1,6 @@
 // The one registration file: types, root names, log events.
 #include "mat/aijmp/aijmpimpl.h"
+#include "mat/ellmp/ellmpimpl.h"
 #include "pc/apbjacobi/apbjacobiimpl.h"
 
 static PetscBool petscmp_package_initialized = PETSC_FALSE;
@@ -19,8 +20,8 @@ PetscErrorCode PetscMPFinalizePackage(void)
 }
 
 /*@C
-   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, `PCAPBJACOBI`) and log events. Programs that link
-   libpetscmp call it after `PetscInitialize()`; with -dll_append PETSc calls it through
+   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, `MATELLMP`, `PCAPBJACOBI`) and log events.
+Programs that link libpetscmp call it after `PetscInitialize()`; with -dll_append PETSc calls it through
    `PetscDLLibraryRegister_petscmp()`.
 
    Level: beginner
@@ -39,6 +40,11 @@ PetscErrorCode PetscMPInitializePackage(void)
   PetscCall(PetscLogEventRegister("AIJMPMult", MAT_CLASSID, &MATAIJMP_Mult));
   PetscCall(PetscLogEventRegister("AIJMPMultAdd", MAT_CLASSID, &MATAIJMP_MultAdd));
   PetscCall(PetscLogEventRegister("AIJMPMultTr", MAT_CLASSID, &MATAIJMP_MultTranspose));
+  PetscCall(MatRegister(MATSEQELLMP, MatCreate_SeqELLMP));
+  PetscCall(MatRegister("mpiellmp", MatCreate_MPIELLMP));
+  PetscCall(MatRegisterRootName(MATELLMP, MATSEQELLMP, "mpiellmp"));
+  PetscCall(PetscLogEventRegister("ELLMPBuild", MAT_CLASSID, &MATELLMP_Build));
+  PetscCall(PetscLogEventRegister("ELLMPMult", MAT_CLASSID, &MATELLMP_Mult));
   PetscCall(PCRegister(PCAPBJACOBI, PCCreate_APBJacobi));
   PetscCall(PetscLogEventRegister("APBJDetect", PC_CLASSID, &PCAPBJACOBI_Detect));
   PetscCall(PetscLogEventRegister("APBJInvert", PC_CLASSID, &PCAPBJACOBI_Invert));

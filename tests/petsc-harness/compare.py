@@ -123,7 +123,7 @@ def run_failure(tap, label):
 
 
 OPTION_ECHO = re.compile(
-    r"(-dll_append|mat_aijmp_|(^|\s|ERROR: )-(dm_)?mat_type aijmp\s*$|unused database option|"
+    r"(-dll_append|mat_(aij|ell)mp_|(^|\s|ERROR: )-(dm_)?mat_type (aij|ell)mp\s*$|unused database option|"
     r"Option left: name:-(dll_append|mat_type|dm_mat_type)\b|There are option\(s\) set that were not used)")
 
 
@@ -136,12 +136,12 @@ def figures(path):
             if line.strip() and indent > skip_indent:
                 continue
             skip_indent = None
-        if line.lstrip().startswith("aijmp storage:"):
+        if line.lstrip().startswith(("aijmp storage:", "ellmp storage:")):
             skip_indent = indent
             continue
         if OPTION_ECHO.search(line):
             continue
-        out.append(line.replace("aijmp", "aij"))
+        out.append(line.replace("aijmp", "aij").replace("ellmp", "aij"))
     return out
 
 

@@ -19,46 +19,73 @@ static_assert(static_cast<int>(Layout::sliced) == MAT_AIJMP_LAYOUT_SLICED, "layo
 static_assert(static_cast<int>(Layout::node) == MAT_AIJMP_LAYOUT_NODE, "layout enums must agree");
 static_assert(kMaxNodeRows + 1 == sizeof(MatAIJMPInfo::nodes_of_size) / sizeof(PetscInt64), "node sizes must agree");
 
+// The option -mat_<family>_<name> (family aijmp or ellmp: the same settings).
+struct OptionName {
+  char text[64];
+  OptionName(const char *family, const char *name)
+  {
+    (void)PetscSNPrintf(text, sizeof text, "-mat_%s_%s", family, name);
+  }
+  operator const char *() const { return text; }
+};
+
+static bool is_aijmp(const char *family)
+{
+  return family[0] == 'a';
+}
+
 // A block of its own: inside MatSetFromOptions' block, PETSc's -help would not
 // show these once SeqAIJ has printed its section.
-PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
+PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
 {
   MatAIJMPStorage mode = static_cast<MatAIJMPStorage>(s.opts.mode);
   PetscBool flg;
+  // the manual page -help names: aijmp's setters, ellmp's type page
+  auto man = [family](const char *aijmp_page) { return is_aijmp(family) ? aijmp_page : "MATELLMP"; };
 
   PetscFunctionBegin;
-  PetscOptionsBegin(PetscObjectComm((PetscObject)A), ((PetscObject)A)->prefix, "AIJMP (compact-precision AIJ) options",
+  PetscOptionsBegin(PetscObjectComm((PetscObject)A), ((PetscObject)A)->prefix,
+                    is_aijmp(family) ? "AIJMP (compact-precision AIJ) options"
+                                     : "ELLMP (sliced ELL, compact values only) options",
                     "Mat");
-  PetscCall(PetscOptionsEnum("-mat_aijmp_storage", "How values are stored (products always compute in fp64)",
-                             "MatAIJMPSetStorage", MatAIJMPStorages, (PetscEnum)mode, (PetscEnum *)&mode, &flg));
+  PetscCall(PetscOptionsEnum(OptionName(family, "storage"),
+                             is_aijmp(family) ? "How values are stored (products always compute in fp64)"
+                                              : "How values are stored, the only copy (products compute in fp64)",
+                             man("MatAIJMPSetStorage"), MatAIJMPStorages, (PetscEnum)mode, (PetscEnum *)&mode, &flg));
   if (flg) s.opts.mode = static_cast<StorageMode>(mode);
-  PetscCall(PetscOptionsReal("-mat_aijmp_tolerance", "Tolerance mode: bound on each entry's relative error",
-                             "MatAIJMPSetTolerance", s.opts.tolerance, &s.opts.tolerance, nullptr));
-  PetscCall(PetscOptionsReal("-mat_aijmp_range_factor", "Rowsplit: range r = factor * mean|a|", "MatAIJMPSetRowSplit",
-                             s.opts.range_factor, &s.opts.range_factor, nullptr));
-  PetscCall(PetscOptionsReal("-mat_aijmp_row_fraction",
-                             "Rowsplit: a row is fp32 when this fraction of it lies in (-r,r)", "MatAIJMPSetRowSplit",
-                             s.opts.row_fraction, &s.opts.row_fraction, nullptr));
-  PetscCall(PetscOptionsReal("-mat_aijmp_range", "Entrysplit: entries with |a| < range are stored in fp32",
-                             "MatAIJMPSetEntrySplitRange", s.opts.range, &s.opts.range, nullptr));
+  PetscCall(PetscOptionsReal(OptionName(family, "tolerance"), "Tolerance mode: bound on each entry's relative error",
+                             man("MatAIJMPSetTolerance"), s.opts.tolerance, &s.opts.tolerance, nullptr));
+  PetscCall(PetscOptionsReal(OptionName(family, "range_factor"), "Rowsplit: range r = factor * mean|a|",
+                             man("MatAIJMPSetRowSplit"), s.opts.range_factor, &s.opts.range_factor, nullptr));
+  PetscCall(PetscOptionsReal(OptionName(family, "row_fraction"),
+                             "Rowsplit: a row is fp32 when this fraction of it lies in (-r,r)",
+                             man("MatAIJMPSetRowSplit"), s.opts.row_fraction, &s.opts.row_fraction, nullptr));
+  PetscCall(PetscOptionsReal(OptionName(family, "range"), "Entrysplit: entries with |a| < range are stored in fp32",
+                             man("MatAIJMPSetEntrySplitRange"), s.opts.range, &s.opts.range, nullptr));
   MatAIJMPLayout layout = static_cast<MatAIJMPLayout>(s.opts.layout);
-  PetscCall(PetscOptionsEnum(
-      "-mat_aijmp_layout", "Row layout of the compact copy: auto, csr, sliced (SELL-8) or node (rows sharing columns)",
-      "MatAIJMPSetLayout", MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
+  PetscCall(PetscOptionsEnum(OptionName(family, "layout"),
+                             is_aijmp(family)
+                                 ? "Row layout of the compact copy: auto, csr, sliced (SELL-8) or node (rows sharing "
+                                   "columns)"
+                                 : "Row layout: auto (nodes where rows share columns, else slices), sliced (SELL-8) or "
+                                   "node",
+                             man("MatAIJMPSetLayout"), MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
   if (flg) s.opts.layout = static_cast<Layout>(layout);
-  PetscCall(
-      PetscOptionsEnum("-mat_aijmp_kernel",
-                       "Product kernel: auto (lossless: the faster of AIJ's and the compact one, timed on the first "
-                       "products), aij (PETSc's, fp64 values) or compact",
-                       "MatAIJMPSetKernel", MatAIJMPKernels, (PetscEnum)s.kernel, (PetscEnum *)&s.kernel, nullptr));
-  PetscCall(PetscOptionsInt("-mat_aijmp_kernel_trial_after",
-                            "Kernel auto, lossless, where the compact copy would read over 90% of AIJ's inode bytes: "
-                            "products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
-                            "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
+  if (is_aijmp(family)) {
+    PetscCall(
+        PetscOptionsEnum("-mat_aijmp_kernel",
+                         "Product kernel: auto (lossless: the faster of AIJ's and the compact one, timed on the first "
+                         "products), aij (PETSc's, fp64 values) or compact",
+                         "MatAIJMPSetKernel", MatAIJMPKernels, (PetscEnum)s.kernel, (PetscEnum *)&s.kernel, nullptr));
+    PetscCall(PetscOptionsInt("-mat_aijmp_kernel_trial_after",
+                              "Kernel auto, lossless, where the compact copy would read over 90% of AIJ's inode "
+                              "bytes: products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
+                              "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
+  }
   PetscCall(PetscOptionsInt(
-      "-mat_aijmp_threads",
+      OptionName(family, "threads"),
       "OpenMP threads per process for products and for writing the compact values (0: 1, or OMP_NUM_THREADS)",
-      "MatAIJMPSetNumThreads", s.nthreads, &s.nthreads, nullptr));
+      man("MatAIJMPSetNumThreads"), s.nthreads, &s.nthreads, nullptr));
   PetscOptionsEnd();
   s.options_read = true;
   PetscFunctionReturn(0);
@@ -66,7 +93,7 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s)
 
 // For programs that never call MatSetFromOptions on the matrix: the command
 // line is read once, at the first product, below what the C API set.
-PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s)
+PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *family)
 {
   PetscOptions options = ((PetscObject)A)->options;
   const char *prefix   = ((PetscObject)A)->prefix;
@@ -77,25 +104,27 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s)
   if (s.options_read) PetscFunctionReturn(0);
   s.options_read = true;
   if (!(s.explicitly_set & kSetStorage)) {
-    PetscCall(
-        PetscOptionsGetEList(options, prefix, "-mat_aijmp_storage", MatAIJMPStorages, kStorageModeCount, &mode, &flg));
+    PetscCall(PetscOptionsGetEList(options, prefix, OptionName(family, "storage"), MatAIJMPStorages, kStorageModeCount,
+                                   &mode, &flg));
     if (flg) s.opts.mode = static_cast<StorageMode>(mode);
   }
   if (!(s.explicitly_set & kSetTolerance))
-    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_tolerance", &s.opts.tolerance, nullptr));
+    PetscCall(PetscOptionsGetReal(options, prefix, OptionName(family, "tolerance"), &s.opts.tolerance, nullptr));
   if (!(s.explicitly_set & kSetRowSplit)) {
-    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range_factor", &s.opts.range_factor, nullptr));
-    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_row_fraction", &s.opts.row_fraction, nullptr));
+    PetscCall(PetscOptionsGetReal(options, prefix, OptionName(family, "range_factor"), &s.opts.range_factor, nullptr));
+    PetscCall(PetscOptionsGetReal(options, prefix, OptionName(family, "row_fraction"), &s.opts.row_fraction, nullptr));
   }
   if (!(s.explicitly_set & kSetRange))
-    PetscCall(PetscOptionsGetReal(options, prefix, "-mat_aijmp_range", &s.opts.range, nullptr));
+    PetscCall(PetscOptionsGetReal(options, prefix, OptionName(family, "range"), &s.opts.range, nullptr));
   if (!(s.explicitly_set & kSetThreads))
-    PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_threads", &s.nthreads, nullptr));
+    PetscCall(PetscOptionsGetInt(options, prefix, OptionName(family, "threads"), &s.nthreads, nullptr));
   if (!(s.explicitly_set & kSetLayout)) {
     PetscInt layout = static_cast<PetscInt>(s.opts.layout);
-    PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_layout", MatAIJMPLayouts, kLayoutCount, &layout, &flg));
+    PetscCall(PetscOptionsGetEList(options, prefix, OptionName(family, "layout"), MatAIJMPLayouts, kLayoutCount,
+                                   &layout, &flg));
     if (flg) s.opts.layout = static_cast<Layout>(layout);
   }
+  if (!is_aijmp(family)) PetscFunctionReturn(0);
   if (!(s.explicitly_set & kSetKernel)) {
     PetscInt kernel = static_cast<PetscInt>(s.kernel);
     PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_kernel", MatAIJMPKernels, 3, &kernel, &flg));
@@ -165,7 +194,7 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s)
+PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s, const char *family)
 {
   PetscInt64 nnz = 0;
 
@@ -181,7 +210,7 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
                             (double)s.opts.row_fraction));
   if (s.opts.mode == StorageMode::entrysplit)
     PetscCall(PetscSNPrintf(params, sizeof params, " (range %g)", (double)s.opts.range));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "aijmp storage: %s%s; products compute in fp64\n",
+  PetscCall(PetscViewerASCIIPrintf(viewer, "%s storage: %s%s; products compute in fp64\n", family,
                                    storage_mode_name(s.opts.mode), params));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  format    rows         nonzeros       max rel. perturbation\n"));
   if (s.opts.mode == StorageMode::entrysplit)
@@ -220,7 +249,7 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
     PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
     PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   }
-  PetscCall(AIJMPViewKernel(viewer, info, s));
+  if (is_aijmp(family)) PetscCall(AIJMPViewKernel(viewer, info, s));
   PetscCall(PetscViewerASCIIPrintf(viewer,
                                    "  builds: %" PetscInt64_FMT " full, %" PetscInt64_FMT
                                    " value-only (same pattern and row formats: layout and indices kept)\n",
@@ -228,6 +257,12 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   if (s.opts.mode == StorageMode::lossless) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));
+  } else if (!is_aijmp(family)) {
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer,
+                               "  LOSSY: the matrix holds the rounded values, largest relative change %.3g; every "
+                               "operation (products, MatGetRow, MatConvert) sees them\n",
+                               worst));
   } else if (worst == 0.0) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  lossy mode, but every value of this matrix was stored exactly: the operator is unchanged\n"));

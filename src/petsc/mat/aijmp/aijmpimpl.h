@@ -17,10 +17,10 @@ namespace petscmp {
 // Settings of one matrix (for an MPI matrix, the parent's, pushed to its blocks).
 struct AIJMPSettings {
   StorageOptions opts;
-  PetscInt nthreads       = 0; // 0: openmp::default_thread_count()
-  MatAIJMPKernel kernel   = MAT_AIJMP_KERNEL_AUTO;
+  PetscInt nthreads     = 0; // 0: openmp::default_thread_count()
+  MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_AUTO;
   // auto, lossless, a copy that saves under 10% of AIJ's inode bytes: AIJ products before the timed trial (< 0: never)
-  PetscInt trial_after = 100;
+  PetscInt trial_after    = 100;
   bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
   unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
 };
@@ -170,8 +170,9 @@ inline PetscErrorCode SeqAIJBuildView(Mat A, CsrView<PetscInt> &view)
 }
 
 // Options and settings (aijmp_options.cxx in spirit; shared by seq and MPI)
-PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s);
-PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s);
+// family: "aijmp" or "ellmp", the options' names -mat_<family>_* (ellmp has no kernel options).
+PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family = "aijmp");
+PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *family = "aijmp");
 
 // seq
 PetscErrorCode SeqAIJMPKeyOf(Mat A, BuildKey &key);
@@ -193,11 +194,15 @@ PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses);
 // Adds A's kernel choice to info.kernel_parts (and its timings to kernel_ms).
 PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info);
 PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info);
+// The bytes of a product by SeqAIJ's inode kernel (values, one column list and one row offset per inode) and the
+// entries of the column lists; *uses_inodes false when SeqAIJ has no inodes for A.
+PetscErrorCode AIJInodeBytes(Mat A, double *bytes, double *node_columns, PetscInt *nodes, PetscBool *uses_inodes);
 // aijmp's answers to the names PETSc looks implementations up by (aijmp_typekeyed.cxx)
 PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on);
 PetscErrorCode MatProductSetFromOptions_AIJMP(Mat C);
 PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, PetscReal filter, Mat *graph);
-PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s);
+PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s,
+                             const char *family = "aijmp");
 
 } // namespace petscmp
 

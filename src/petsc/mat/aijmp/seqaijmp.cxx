@@ -81,28 +81,6 @@ KernelSelection &selection_of(Mat A)
   return sel;
 }
 
-// The bytes of A's product by PETSc's inode kernel (values, one column list
-// and one row pointer per inode), and the nonzeros of the columns lists; false
-// when SeqAIJ does not use inodes.
-PetscErrorCode aij_inode_bytes(Mat A, double *bytes, double *node_columns, PetscInt *nodes, PetscBool *uses_inodes)
-{
-  PetscInt *sizes = nullptr, limit;
-  CsrView<PetscInt> view;
-
-  PetscFunctionBegin;
-  *uses_inodes = PETSC_FALSE;
-  PetscCall(MatInodeGetInodeSizes(A, nodes, &sizes, &limit));
-  if (!sizes || *nodes <= 0 || A->rmap->n == 0) PetscFunctionReturn(0);
-  PetscCall(SeqAIJCsrView(A, view));
-  double columns = 0.0;
-  for (PetscInt k = 0, row = 0; k < *nodes && row < view.nrows; row += sizes[k++])
-    columns += static_cast<double>(view.rowptr[row + 1] - view.rowptr[row]);
-  *node_columns = columns;
-  *bytes        = 8.0 * static_cast<double>(view.rowptr[view.nrows]) + sizeof(PetscInt) * (columns + *nodes + 1.0);
-  *uses_inodes  = PETSC_TRUE;
-  PetscFunctionReturn(0);
-}
-
 constexpr double kMinByteSaving = 0.9;
 
 // Where the compact copy could save little: it would read at least 90% of the
@@ -129,7 +107,7 @@ PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
 
   PetscFunctionBegin;
   sel.bytes_checked = true;
-  PetscCall(aij_inode_bytes(A, &aij, &node_columns, &nodes, &inodes));
+  PetscCall(AIJInodeBytes(A, &aij, &node_columns, &nodes, &inodes));
   if (!inodes) PetscFunctionReturn(0); // no inode kernel: time both
   PetscCall(SeqAIJCsrView(A, view));
   PetscCall(guarded([&] { formats = choose_row_formats(std::vector<CsrView<PetscInt>>{view}, opts); }));
@@ -354,7 +332,7 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
     PetscInt nodes;
     PetscBool inodes;
     double bytes, columns;
-    PetscCall(aij_inode_bytes(A, &bytes, &columns, &nodes, &inodes));
+    PetscCall(AIJInodeBytes(A, &bytes, &columns, &nodes, &inodes));
     if (inodes) info->aij_bytes = bytes;
   }
   info->lossy        = storage_mode_is_lossy(d->compact->mode) ? PETSC_TRUE : PETSC_FALSE;
@@ -467,6 +445,28 @@ PetscErrorCode MatDestroy_SeqAIJMP(Mat A)
 }
 
 } // namespace
+
+// The bytes of A's product by PETSc's inode kernel (values, one column list
+// and one row pointer per inode), and the nonzeros of the columns lists; false
+// when SeqAIJ does not use inodes.
+PetscErrorCode AIJInodeBytes(Mat A, double *bytes, double *node_columns, PetscInt *nodes, PetscBool *uses_inodes)
+{
+  PetscInt *sizes = nullptr, limit;
+  CsrView<PetscInt> view;
+
+  PetscFunctionBegin;
+  *uses_inodes = PETSC_FALSE;
+  PetscCall(MatInodeGetInodeSizes(A, nodes, &sizes, &limit));
+  if (!sizes || *nodes <= 0 || A->rmap->n == 0) PetscFunctionReturn(0);
+  PetscCall(SeqAIJCsrView(A, view));
+  double columns = 0.0;
+  for (PetscInt k = 0, row = 0; k < *nodes && row < view.nrows; row += sizes[k++])
+    columns += static_cast<double>(view.rowptr[row + 1] - view.rowptr[row]);
+  *node_columns = columns;
+  *bytes        = 8.0 * static_cast<double>(view.rowptr[view.nrows]) + sizeof(PetscInt) * (columns + *nodes + 1.0);
+  *uses_inodes  = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
 
 PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat *newmat)
 {

@@ -1,0 +1,853 @@
+// seqellmp: a sequential matrix whose compact values are the only copy.
+//
+// Life of the values: MatSetValues writes into a temporary SeqAIJ matrix (the
+// "assembly matrix", preallocated as the user asks); MatAssemblyEnd builds the
+// compact storage from it with the storage builder (self-contained layouts:
+// nodes or slices with their own indices) and destroys it. Values set after an
+// assembly reopen it: the assembly matrix is refilled from the stored values
+// (exact: decoding never rounds), so the pattern and untouched values carry
+// over, and a reassembly with the same pattern keeps the layout. Operations that
+// change values (scale, shift, zero rows, AXPY, ...) go the same way: AIJ does
+// the arithmetic on the stored values, the result is stored anew.
+#include <algorithm>
+#include <cstring>
+
+#include "mat/ellmp/ellmpimpl.h"
+#include "spmv.hpp"
+
+PetscLogEvent MATELLMP_Build = 0, MATELLMP_Mult = 0;
+
+namespace petscmp {
+namespace {
+
+SeqELLMP *data_of(Mat A)
+{
+  return static_cast<SeqELLMP *>(A->data);
+}
+
+// The stored matrix changed: cached row reads are stale.
+void forget_rows(SeqELLMP *d)
+{
+  d->row_map    = CompactRowMap();
+  d->cached_row = -1;
+}
+
+PetscErrorCode replay_options(Mat A, Mat aij)
+{
+  PetscFunctionBegin;
+  for (const auto &[op, flg] : data_of(A)->options)
+    PetscCall(MatSetOption(aij, op, flg));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode new_assembly_matrix(Mat A, Mat *aij)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLayoutSetUp(A->rmap));
+  PetscCall(PetscLayoutSetUp(A->cmap));
+  PetscCall(MatCreate(PETSC_COMM_SELF, aij));
+  // a prefix of its own: the user's -mat_view and the like are not meant for this internal matrix
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)*aij, "petscmp_internal_"));
+  PetscCall(MatSetSizes(*aij, A->rmap->n, A->cmap->n, A->rmap->n, A->cmap->n));
+  PetscCall(MatSetBlockSizesFromMats(*aij, A, A));
+  PetscCall(MatSetType(*aij, MATSEQAIJ));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ensure_row_map(SeqELLMP *d)
+{
+  PetscFunctionBegin;
+  if (d->row_map.empty() && d->compact && d->compact->nrows > 0)
+    PetscCall(guarded([&] { d->row_map = CompactRowMap(*d->compact); }));
+  PetscFunctionReturn(0);
+}
+
+// Row `row` of the stored matrix into the row buffers.
+PetscErrorCode read_row(SeqELLMP *d, PetscInt row, PetscInt *n)
+{
+  PetscFunctionBegin;
+  PetscCall(ensure_row_map(d));
+  if (d->cached_row != row) {
+    PetscCall(guarded([&] {
+      const std::int64_t len =
+          d->compact->entry_split() || !d->row_map.empty() ? compact_row_length(*d->compact, d->row_map, row) : 0;
+      d->row_cols.resize(static_cast<std::size_t>(len));
+      d->row_vals.resize(static_cast<std::size_t>(len));
+      if (len) read_compact_row(*d->compact, d->row_map, row, d->row_cols.data(), d->row_vals.data());
+    }));
+    d->cached_row = row;
+  }
+  *n = static_cast<PetscInt>(d->row_cols.size());
+  PetscFunctionReturn(0);
+}
+
+// A SeqAIJ matrix holding the stored values (exactly) in the stored pattern, not assembled.
+PetscErrorCode fill_aij_from_compact(Mat A, Mat aij)
+{
+  SeqELLMP *d = data_of(A);
+  std::vector<PetscInt> lengths;
+
+  PetscFunctionBegin;
+  PetscCall(guarded([&] {
+    lengths.resize(static_cast<std::size_t>(A->rmap->n));
+    compact_row_lengths(*d->compact, lengths.data());
+  }));
+  PetscCall(MatSeqAIJSetPreallocation(aij, 0, lengths.data()));
+  for (PetscInt i = 0; i < A->rmap->n; ++i) {
+    PetscInt n;
+    PetscCall(read_row(d, i, &n));
+    if (n) PetscCall(MatSetValues(aij, 1, &i, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
+  }
+  // a flush: the user's next values may be added (ADD_VALUES after these INSERT_VALUES)
+  PetscCall(MatAssemblyBegin(aij, MAT_FLUSH_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(aij, MAT_FLUSH_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+// From here MatSetValues go to the assembly matrix (refilled from the stored values when there are some).
+PetscErrorCode open_for_assembly(Mat A)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (d->assembly) PetscFunctionReturn(0);
+  PetscCall(new_assembly_matrix(A, &d->assembly));
+  if (d->compact) {
+    PetscCall(fill_aij_from_compact(A, d->assembly));
+    d->reopened_pattern = d->assembly->nonzerostate;
+  } else {
+    PetscCall(MatSeqAIJSetPreallocation(d->assembly, PETSC_DEFAULT, nullptr));
+    d->reopened_pattern = -1;
+  }
+  PetscCall(replay_options(A, d->assembly)); // after the refill, which adds every entry anew
+  A->preallocated = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+// The storage options of a build: the user's, with the indices every ellmp block must own.
+StorageOptions build_options(const SeqELLMP *d)
+{
+  StorageOptions opts = d->settings.opts;
+  opts.own_indices    = true;
+  opts.threads        = AIJMPThreadCount(d->settings);
+  return opts;
+}
+
+// Stores the values of the assembled SeqAIJ matrix `aij` as the matrix.
+// same_pattern: aij has the pattern of the stored copy (its layout may be kept).
+PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern)
+{
+  SeqELLMP *d = data_of(A);
+  CsrView<PetscInt> view;
+  bool value_only = false;
+
+  PetscFunctionBegin;
+  PetscCall(AIJMPReadOptionsLazily(A, d->settings, "ellmp"));
+  PetscCall(SeqAIJBuildView(aij, view));
+  StorageOptions opts = build_options(d);
+  PetscCall(SeqAIJMPSumOrder(aij, &opts.order)); // AIJ's summation order: lossless products equal AIJ's bitwise
+  PetscCall(PetscLogEventBegin(MATELLMP_Build, A, 0, 0, 0));
+  PetscCall(guarded([&] {
+    std::unique_ptr<CompactCsr> old = std::move(d->compact);
+    value_only                      = same_pattern && old && refill_compact_values(view, opts, *old);
+    d->compact = value_only ? std::move(old) : std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get()));
+    // the master goes away: the largest change each format made is measured now, for -mat_view
+    measure_relative_errors(view, *d->compact);
+  }));
+  PetscCall(PetscLogEventEnd(MATELLMP_Build, A, 0, 0, 0));
+  ++(value_only ? d->value_builds : d->full_builds);
+  { // what AIJ's product would read, for the report
+    double bytes, columns;
+    PetscInt nodes;
+    PetscBool inodes;
+    PetscCall(AIJInodeBytes(aij, &bytes, &columns, &nodes, &inodes));
+    d->aij_bytes    = inodes ? bytes : d->compact->stats.aij_bytes();
+    PetscInt *sizes = nullptr;
+    PetscCall(MatInodeGetInodeSizes(aij, &d->inodes, &sizes, &d->inode_limit));
+    if (!sizes) d->inodes = 0;
+  }
+  if (!same_pattern) A->nonzerostate++;
+  forget_rows(d);
+  PetscFunctionReturn(0);
+}
+
+// Assembles the assembly matrix, stores it and lets it go.
+PetscErrorCode close_assembly(Mat A)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (!d->assembly->assembled || d->assembly->insertmode != NOT_SET_VALUES) {
+    PetscCall(MatAssemblyBegin(d->assembly, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(d->assembly, MAT_FINAL_ASSEMBLY));
+  }
+  const bool same_pattern = d->reopened_pattern >= 0 && d->assembly->nonzerostate == d->reopened_pattern;
+  PetscCall(store_from_aij(A, d->assembly, same_pattern));
+  PetscCall(MatDestroy(&d->assembly));
+  PetscFunctionReturn(0);
+}
+
+// A change of values done by AIJ on the stored values, stored anew: fn(aij) gets the assembled AIJ matrix.
+template <typename Fn> PetscErrorCode change_through_aij(Mat A, Fn &&fn)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  PetscCall(open_for_assembly(A));
+  PetscCall(MatAssemblyBegin(d->assembly, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(d->assembly, MAT_FINAL_ASSEMBLY));
+  PetscCall(fn(d->assembly));
+  PetscCall(close_assembly(A));
+  PetscFunctionReturn(0);
+}
+
+// ---- assembly ----------------------------------------------------------------
+
+PetscErrorCode MatSetValues_SeqELLMP(Mat A, PetscInt m, const PetscInt rows[], PetscInt n, const PetscInt cols[],
+                                     const PetscScalar v[], InsertMode mode)
+{
+  PetscFunctionBegin;
+  PetscCall(open_for_assembly(A));
+  PetscCall(MatSetValues(data_of(A)->assembly, m, rows, n, cols, v, mode));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatAssemblyBegin_SeqELLMP(Mat A, MatAssemblyType type)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (d->assembly) PetscCall(MatAssemblyBegin(d->assembly, type));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatAssemblyEnd_SeqELLMP(Mat A, MatAssemblyType type)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (!d->assembly) { // nothing was set since the last assembly (or ever: an empty matrix)
+    if (!d->compact && type == MAT_FINAL_ASSEMBLY)
+      PetscCall(open_for_assembly(A));
+    else
+      PetscFunctionReturn(0);
+  }
+  PetscCall(MatAssemblyEnd(d->assembly, type));
+  if (type == MAT_FINAL_ASSEMBLY) PetscCall(close_assembly(A));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatSeqAIJSetPreallocation_SeqELLMP(Mat A, PetscInt nz, const PetscInt nnz[])
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  PetscCall(MatDestroy(&d->assembly)); // a new preallocation starts the matrix anew
+  d->compact.reset();
+  forget_rows(d);
+  PetscCall(new_assembly_matrix(A, &d->assembly));
+  PetscCall(MatSeqAIJSetPreallocation(d->assembly, nz, nnz));
+  PetscCall(replay_options(A, d->assembly));
+  d->reopened_pattern = -1;
+  A->preallocated     = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatSeqAIJSetPreallocationCSR_SeqELLMP(Mat A, const PetscInt i[], const PetscInt j[],
+                                                     const PetscScalar v[])
+{
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJSetPreallocation_SeqELLMP(A, 0, nullptr));
+  PetscCall(MatSeqAIJSetPreallocationCSR(data_of(A)->assembly, i, j, v));
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY)); // as SeqAIJ's: the matrix is assembled with these values
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatSetUp_SeqELLMP(Mat A)
+{
+  PetscFunctionBegin;
+  if (!data_of(A)->assembly && !data_of(A)->compact) PetscCall(open_for_assembly(A));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatSetOption_SeqELLMP(Mat A, MatOption op, PetscBool flg)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  d->options.emplace_back(op, flg);
+  if (d->assembly) PetscCall(MatSetOption(d->assembly, op, flg));
+  PetscFunctionReturn(0);
+}
+
+// ---- products ----------------------------------------------------------------
+
+PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
+{
+  const CompactCsr *c = data_of(A)->compact.get();
+  const PetscScalar *x, *z = nullptr;
+  PetscScalar *y;
+
+  PetscFunctionBegin;
+  PetscCheck(c, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+             "petscmp: the ellmp matrix must be assembled before a product");
+  PetscCall(PetscLogEventBegin(MATELLMP_Mult, A, xx, yy, 0));
+  PetscCall(VecGetArrayRead(xx, &x));
+  if (zz && zz == yy) {
+    PetscCall(VecGetArray(yy, &y));
+    z = y;
+  } else {
+    if (zz) PetscCall(VecGetArrayRead(zz, &z));
+    PetscCall(VecGetArrayWrite(yy, &y));
+  }
+  const int nt = AIJMPThreadCount(data_of(A)->settings);
+  // no master pattern: every block holds its own indices
+  PetscCall(guarded([&] {
+    if (transpose)
+      openmp::spmv_transpose(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
+    else
+      openmp::spmv(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
+  }));
+  if (zz && zz == yy)
+    PetscCall(VecRestoreArray(yy, &y));
+  else {
+    if (zz) PetscCall(VecRestoreArrayRead(zz, &z));
+    PetscCall(VecRestoreArrayWrite(yy, &y));
+  }
+  PetscCall(VecRestoreArrayRead(xx, &x));
+  PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(c->stats.nnz)));
+  PetscCall(PetscLogEventEnd(MATELLMP_Mult, A, xx, yy, 0));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatMult_SeqELLMP(Mat A, Vec x, Vec y)
+{
+  return product(A, false, x, nullptr, y);
+}
+PetscErrorCode MatMultAdd_SeqELLMP(Mat A, Vec x, Vec z, Vec y)
+{
+  return product(A, false, x, z, y);
+}
+PetscErrorCode MatMultTranspose_SeqELLMP(Mat A, Vec x, Vec y)
+{
+  return product(A, true, x, nullptr, y);
+}
+PetscErrorCode MatMultTransposeAdd_SeqELLMP(Mat A, Vec x, Vec z, Vec y)
+{
+  return product(A, true, x, z, y);
+}
+
+// ---- reads -------------------------------------------------------------------
+
+PetscErrorCode MatGetRow_SeqELLMP(Mat A, PetscInt row, PetscInt *nz, PetscInt **idx, PetscScalar **v)
+{
+  SeqELLMP *d = data_of(A);
+  PetscInt n;
+
+  PetscFunctionBegin;
+  PetscCheck(row >= 0 && row < A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+             "petscmp: row %" PetscInt_FMT " is not a row of this matrix (0..%" PetscInt_FMT ")", row, A->rmap->n - 1);
+  PetscCall(read_row(d, row, &n));
+  if (nz) *nz = n;
+  if (idx) *idx = n ? d->row_cols.data() : nullptr;
+  if (v) *v = n ? d->row_vals.data() : nullptr;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatRestoreRow_SeqELLMP(Mat, PetscInt, PetscInt *nz, PetscInt **idx, PetscScalar **v)
+{
+  PetscFunctionBegin;
+  if (nz) *nz = 0;
+  if (idx) *idx = nullptr;
+  if (v) *v = nullptr;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatGetValues_SeqELLMP(Mat A, PetscInt m, const PetscInt rows[], PetscInt n, const PetscInt cols[],
+                                     PetscScalar v[])
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < m; ++i) {
+    if (rows[i] < 0) continue; // negative indices are skipped, as in every PETSc type
+    PetscCheck(rows[i] < A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+               "petscmp: row %" PetscInt_FMT " is not a row of this matrix", rows[i]);
+    PetscInt len;
+    PetscCall(read_row(d, rows[i], &len));
+    for (PetscInt j = 0; j < n; ++j) {
+      if (cols[j] < 0) continue;
+      PetscCheck(cols[j] < A->cmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+                 "petscmp: column %" PetscInt_FMT " is not a column of this matrix", cols[j]);
+      const auto at = std::lower_bound(d->row_cols.begin(), d->row_cols.end(), cols[j]);
+      v[i * n + j]  = (at != d->row_cols.end() && *at == cols[j]) ? d->row_vals[at - d->row_cols.begin()] : 0.0;
+    }
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatGetDiagonal_SeqELLMP(Mat A, Vec diag)
+{
+  PetscScalar *d;
+  PetscInt n;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(diag, &n));
+  PetscCheck(n == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "petscmp: the vector does not match the rows");
+  PetscCall(VecGetArrayWrite(diag, &d));
+  PetscCall(guarded([&] { compact_diagonal(*data_of(A)->compact, 0, d); }));
+  PetscCall(VecRestoreArrayWrite(diag, &d));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatGetInfo_SeqELLMP(Mat A, MatInfoType, MatInfo *info)
+{
+  const CompactCsr *c = data_of(A)->compact.get();
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(info, sizeof(*info)));
+  info->block_size = 1.0;
+  if (c) {
+    info->nz_used      = static_cast<PetscLogDouble>(c->stats.nnz);
+    info->nz_allocated = info->nz_used; // the padding of slices is reported by -mat_view ::ascii_info, not here
+    info->memory       = static_cast<PetscLogDouble>(compact_memory_bytes(*c));
+  }
+  info->assemblies = static_cast<PetscLogDouble>(data_of(A)->full_builds + data_of(A)->value_builds);
+  PetscFunctionReturn(0);
+}
+
+// ---- block diagonal (PCPBJACOBI, PCVPBJACOBI) -----------------------------------
+
+// A SeqAIJ matrix holding only the entries of the diagonal blocks [starts[b], starts[b+1]), so that PETSc's own
+// inversion (the bits PCPBJACOBI/PCVPBJACOBI get from AIJ) computes the inverses.
+PetscErrorCode block_diagonal_aij(Mat A, const std::vector<PetscInt> &starts, Mat *aij)
+{
+  SeqELLMP *d = data_of(A);
+  std::vector<PetscInt> lengths(static_cast<std::size_t>(A->rmap->n)), cols;
+  std::vector<PetscScalar> vals;
+
+  PetscFunctionBegin;
+  PetscCall(new_assembly_matrix(A, aij));
+  for (std::size_t b = 0; b + 1 < starts.size(); ++b)
+    for (PetscInt i = starts[b]; i < starts[b + 1]; ++i)
+      lengths[i] = starts[b + 1] - starts[b];
+  PetscCall(MatSeqAIJSetPreallocation(*aij, 0, lengths.data()));
+  for (std::size_t b = 0; b + 1 < starts.size(); ++b)
+    for (PetscInt i = starts[b]; i < starts[b + 1]; ++i) {
+      PetscInt n;
+      PetscCall(read_row(d, i, &n));
+      cols.clear();
+      vals.clear();
+      for (PetscInt k = 0; k < n; ++k)
+        if (d->row_cols[k] >= starts[b] && d->row_cols[k] < starts[b + 1]) {
+          cols.push_back(d->row_cols[k]);
+          vals.push_back(d->row_vals[k]);
+        }
+      if (!cols.empty())
+        PetscCall(
+            MatSetValues(*aij, 1, &i, static_cast<PetscInt>(cols.size()), cols.data(), vals.data(), INSERT_VALUES));
+    }
+  PetscCall(MatAssemblyBegin(*aij, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*aij, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatInvertBlockDiagonal_SeqELLMP(Mat A, const PetscScalar **values)
+{
+  SeqELLMP *d = data_of(A);
+  PetscInt bs;
+  const PetscScalar *inverse;
+  Mat aij;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetBlockSize(A, &bs));
+  PetscCheck(A->rmap->n % bs == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "petscmp: %" PetscInt_FMT " rows are not a whole number of blocks of %" PetscInt_FMT, A->rmap->n, bs);
+  std::vector<PetscInt> starts;
+  for (PetscInt i = 0; i <= A->rmap->n; i += bs)
+    starts.push_back(i);
+  PetscCall(block_diagonal_aij(A, starts, &aij));
+  PetscCall(MatInvertBlockDiagonal(aij, &inverse));
+  d->block_inverse.assign(inverse, inverse + A->rmap->n * bs);
+  A->factorerrortype = aij->factorerrortype;
+  PetscCall(MatDestroy(&aij));
+  *values = d->block_inverse.data();
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatInvertVariableBlockDiagonal_SeqELLMP(Mat A, PetscInt nblocks, const PetscInt *bsizes,
+                                                       PetscScalar *diag)
+{
+  std::vector<PetscInt> starts{0};
+  Mat aij;
+
+  PetscFunctionBegin;
+  for (PetscInt b = 0; b < nblocks; ++b)
+    starts.push_back(starts.back() + bsizes[b]);
+  PetscCheck(starts.back() == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+             "petscmp: the block sizes add up to %" PetscInt_FMT " rows, not %" PetscInt_FMT, starts.back(),
+             A->rmap->n);
+  PetscCall(block_diagonal_aij(A, starts, &aij));
+  PetscCall(MatInvertVariableBlockDiagonal(aij, nblocks, bsizes, diag));
+  A->factorerrortype = aij->factorerrortype;
+  PetscCall(MatDestroy(&aij));
+  PetscFunctionReturn(0);
+}
+
+// ---- conversions -------------------------------------------------------------
+
+// A new SeqAIJ matrix holding the stored values.
+PetscErrorCode to_aij(Mat A, Mat *aij)
+{
+  PetscFunctionBegin;
+  PetscCall(new_assembly_matrix(A, aij));
+  PetscCall(fill_aij_from_compact(A, *aij));
+  PetscCall(MatAssemblyBegin(*aij, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*aij, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatConvert_SeqELLMP_SeqAIJ(Mat A, MatType, MatReuse reuse, Mat *newmat)
+{
+  Mat B;
+
+  PetscFunctionBegin;
+  PetscCall(to_aij(A, &B));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)B, ((PetscObject)A)->prefix));
+  if (reuse == MAT_INPLACE_MATRIX) {
+    PetscCall(MatHeaderReplace(A, &B));
+  } else if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(B, *newmat, DIFFERENT_NONZERO_PATTERN));
+    PetscCall(MatDestroy(&B));
+  } else
+    *newmat = B;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode new_ellmp_like(Mat A, Mat *B)
+{
+  PetscFunctionBegin;
+  PetscCall(MatCreate(PetscObjectComm((PetscObject)A), B));
+  PetscCall(MatSetSizes(*B, A->rmap->n, A->cmap->n, A->rmap->N, A->cmap->N));
+  PetscCall(MatSetBlockSizesFromMats(*B, A, A));
+  PetscCall(MatSetType(*B, MATSEQELLMP));
+  PetscCall(PetscLayoutSetUp((*B)->rmap));
+  PetscCall(PetscLayoutSetUp((*B)->cmap));
+  PetscFunctionReturn(0);
+}
+
+// SeqAIJ -> seqellmp: the values are stored straight from AIJ's arrays.
+PetscErrorCode MatConvert_SeqAIJ_SeqELLMP(Mat A, MatType, MatReuse reuse, Mat *newmat)
+{
+  Mat B;
+
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    B = *newmat;
+    PetscCall(MatDestroy(&data_of(B)->assembly));
+  } else
+    PetscCall(new_ellmp_like(A, &B));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)B, ((PetscObject)A)->prefix));
+  PetscCall(store_from_aij(B, A, false));
+  B->preallocated = PETSC_TRUE;
+  PetscCall(MatAssemblyBegin(B, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(B, MAT_FINAL_ASSEMBLY));
+  if (reuse == MAT_INPLACE_MATRIX)
+    PetscCall(MatHeaderReplace(A, &B));
+  else
+    *newmat = B;
+  PetscFunctionReturn(0);
+}
+
+// ---- changes of values ---------------------------------------------------------
+
+PetscErrorCode MatZeroEntries_SeqELLMP(Mat A)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (d->assembly) PetscCall(MatZeroEntries(d->assembly));
+  if (d->compact) PetscCall(guarded([&] { zero_compact_values(*d->compact); }));
+  forget_rows(d);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatScale_SeqELLMP(Mat A, PetscScalar a)
+{
+  return change_through_aij(A, [a](Mat aij) { return MatScale(aij, a); });
+}
+
+PetscErrorCode MatShift_SeqELLMP(Mat A, PetscScalar a)
+{
+  return change_through_aij(A, [a](Mat aij) { return MatShift(aij, a); });
+}
+
+PetscErrorCode MatDiagonalScale_SeqELLMP(Mat A, Vec l, Vec r)
+{
+  return change_through_aij(A, [l, r](Mat aij) { return MatDiagonalScale(aij, l, r); });
+}
+
+PetscErrorCode MatDiagonalSet_SeqELLMP(Mat A, Vec d, InsertMode mode)
+{
+  return change_through_aij(A, [d, mode](Mat aij) { return MatDiagonalSet(aij, d, mode); });
+}
+
+PetscErrorCode MatZeroRows_SeqELLMP(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
+{
+  return change_through_aij(A, [=](Mat aij) { return MatZeroRows(aij, n, rows, diag, x, b); });
+}
+
+PetscErrorCode MatZeroRowsColumns_SeqELLMP(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
+{
+  return change_through_aij(A, [=](Mat aij) { return MatZeroRowsColumns(aij, n, rows, diag, x, b); });
+}
+
+PetscErrorCode MatAXPY_SeqELLMP(Mat Y, PetscScalar a, Mat X, MatStructure str)
+{
+  PetscBool x_ellmp;
+  Mat x_aij = X;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQELLMP, &x_ellmp));
+  if (x_ellmp) PetscCall(to_aij(X, &x_aij));
+  PetscCall(change_through_aij(Y, [&](Mat aij) { return MatAXPY(aij, a, x_aij, str); }));
+  if (x_ellmp) PetscCall(MatDestroy(&x_aij));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatCopy_SeqELLMP(Mat A, Mat B, MatStructure str)
+{
+  PetscBool b_ellmp;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)B, MATSEQELLMP, &b_ellmp));
+  SeqELLMP *a = data_of(A);
+  if (b_ellmp && a->compact && !data_of(B)->assembly && data_of(B)->settings.opts.mode == a->settings.opts.mode &&
+      data_of(B)->settings.opts.layout == a->settings.opts.layout) {
+    // the same storage: the stored values as they are (re-rounding them could change a lossy copy)
+    SeqELLMP *b = data_of(B);
+    PetscCall(guarded([&] { b->compact = std::make_unique<CompactCsr>(*a->compact); }));
+    B->nonzerostate++;
+    forget_rows(b);
+    PetscFunctionReturn(0);
+  }
+  Mat aij;
+  PetscCall(to_aij(A, &aij));
+  PetscCall(MatCopy(aij, B, str));
+  PetscCall(MatDestroy(&aij));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatDuplicate_SeqELLMP(Mat A, MatDuplicateOption op, Mat *B)
+{
+  SeqELLMP *a = data_of(A);
+
+  PetscFunctionBegin;
+  PetscCall(new_ellmp_like(A, B));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)*B, ((PetscObject)A)->prefix));
+  SeqELLMP *b = data_of(*B);
+  b->settings = a->settings;
+  b->options  = a->options;
+  if (a->compact) {
+    PetscCall(guarded([&] { b->compact = std::make_unique<CompactCsr>(*a->compact); }));
+    if (op == MAT_DO_NOT_COPY_VALUES) PetscCall(guarded([&] { zero_compact_values(*b->compact); }));
+    (*B)->preallocated = PETSC_TRUE;
+    PetscCall(MatAssemblyBegin(*B, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(*B, MAT_FINAL_ASSEMBLY));
+  }
+  PetscFunctionReturn(0);
+}
+
+// ---- options, view, load, destroy ---------------------------------------------
+
+PetscErrorCode MatSetFromOptions_SeqELLMP(Mat A, PetscOptionItems *)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  const StorageOptions before = d->settings.opts;
+  PetscCall(AIJMPSetFromOptions(A, d->settings, "ellmp"));
+  const StorageOptions &now = d->settings.opts;
+  const bool changed = now.mode != before.mode || now.layout != before.layout || now.tolerance != before.tolerance ||
+                       now.range != before.range || now.range_factor != before.range_factor ||
+                       now.row_fraction != before.row_fraction;
+  if (changed && d->compact && !d->assembly) // an assembled matrix is stored anew in the new storage
+    PetscCall(change_through_aij(A, [](Mat) { return PetscErrorCode(0); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatView_SeqELLMP(Mat A, PetscViewer viewer)
+{
+  SeqELLMP *d = data_of(A);
+  PetscBool ascii;
+  PetscViewerFormat format;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  PetscCall(PetscViewerGetFormat(viewer, &format));
+  if (ascii && (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL)) {
+    if (!d->compact) PetscFunctionReturn(0);
+    // SeqAIJ's line: the products sum in the order of AIJ's inode routines where AIJ found inodes
+    if (d->inodes)
+      PetscCall(PetscViewerASCIIPrintf(
+          viewer, "using I-node routines: found %" PetscInt_FMT " nodes, limit used is %" PetscInt_FMT "\n", d->inodes,
+          d->inode_limit));
+    else
+      PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node routines\n"));
+    MatAIJMPInfo info;
+    PetscCall(PetscMemzero(&info, sizeof info));
+    PetscCall(AIJMPAccumulateInfo(*d->compact, info));
+    info.builds       = d->full_builds;
+    info.value_builds = d->value_builds;
+    info.aij_bytes    = d->aij_bytes;
+    PetscCall(AIJMPViewInfo(viewer, info, d->settings, "ellmp"));
+    const double nnz = static_cast<double>(PetscMax(d->compact->stats.nnz, 1));
+    const double aij = 12.0 * nnz + 12.0 * static_cast<double>(A->rmap->n); // values, columns; row offsets and lengths
+    const double own = static_cast<double>(compact_memory_bytes(*d->compact));
+    PetscCall(PetscViewerASCIIPushTab(viewer));
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  memory: %.3g bytes per nonzero, the only copy (MATAIJ: %.3g, %.2fx more)\n",
+                                     own / nnz, aij / nnz, aij / own));
+    PetscCall(PetscViewerASCIIPopTab(viewer));
+    PetscFunctionReturn(0);
+  }
+  // every other viewer sees the stored values through AIJ's viewer (binary files load as any AIJ type)
+  Mat aij;
+  PetscCall(to_aij(A, &aij));
+  PetscCall((*aij->ops->view)(aij, viewer));
+  PetscCall(MatDestroy(&aij));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatLoad_SeqELLMP(Mat A, PetscViewer viewer)
+{
+  SeqELLMP *d = data_of(A);
+  Mat aij;
+
+  PetscFunctionBegin;
+  PetscCall(MatCreate(PETSC_COMM_SELF, &aij));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)aij, ((PetscObject)A)->prefix)); // -matload_block_size
+  PetscCall(MatSetType(aij, MATSEQAIJ));
+  if (A->rmap->n >= 0 || A->cmap->n >= 0) PetscCall(MatSetSizes(aij, A->rmap->n, A->cmap->n, A->rmap->N, A->cmap->N));
+  PetscCall(MatLoad(aij, viewer));
+  if (A->rmap->n < 0 || A->cmap->n < 0)
+    PetscCall(MatSetSizes(A, aij->rmap->n, aij->cmap->n, aij->rmap->N, aij->cmap->N));
+  PetscCall(PetscLayoutSetUp(A->rmap));
+  PetscCall(PetscLayoutSetUp(A->cmap));
+  PetscCall(MatDestroy(&d->assembly));
+  d->compact.reset();
+  d->assembly         = aij;
+  d->reopened_pattern = -1;
+  A->preallocated     = PETSC_TRUE;
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode compose_functions(Mat A, bool on)
+{
+  PetscObject o = (PetscObject)A;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_seqaij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_aij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_seqellmp_C", on ? MatConvert_SeqAIJ_SeqELLMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_ellmp_C", on ? MatConvert_SeqAIJ_SeqELLMP : nullptr));
+  PetscCall(
+      PetscObjectComposeFunction(o, "MatSeqAIJSetPreallocation_C", on ? MatSeqAIJSetPreallocation_SeqELLMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatSeqAIJSetPreallocationCSR_C",
+                                       on ? MatSeqAIJSetPreallocationCSR_SeqELLMP : nullptr));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatDestroy_SeqELLMP(Mat A)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  PetscCall(MatDestroy(&d->assembly));
+  delete d;
+  A->data = nullptr;
+  PetscCall(compose_functions(A, false));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, nullptr));
+  PetscFunctionReturn(0);
+}
+
+void set_operations(MatOps o)
+{
+  o->setvalues                   = MatSetValues_SeqELLMP;
+  o->assemblybegin               = MatAssemblyBegin_SeqELLMP;
+  o->assemblyend                 = MatAssemblyEnd_SeqELLMP;
+  o->setup                       = MatSetUp_SeqELLMP;
+  o->setoption                   = MatSetOption_SeqELLMP;
+  o->mult                        = MatMult_SeqELLMP;
+  o->multadd                     = MatMultAdd_SeqELLMP;
+  o->multtranspose               = MatMultTranspose_SeqELLMP;
+  o->multtransposeadd            = MatMultTransposeAdd_SeqELLMP;
+  o->getrow                      = MatGetRow_SeqELLMP;
+  o->restorerow                  = MatRestoreRow_SeqELLMP;
+  o->getvalues                   = MatGetValues_SeqELLMP;
+  o->getdiagonal                 = MatGetDiagonal_SeqELLMP;
+  o->getinfo                     = MatGetInfo_SeqELLMP;
+  o->invertblockdiagonal         = MatInvertBlockDiagonal_SeqELLMP;
+  o->invertvariableblockdiagonal = MatInvertVariableBlockDiagonal_SeqELLMP;
+  o->zeroentries                 = MatZeroEntries_SeqELLMP;
+  o->scale                       = MatScale_SeqELLMP;
+  o->shift                       = MatShift_SeqELLMP;
+  o->diagonalscale               = MatDiagonalScale_SeqELLMP;
+  o->diagonalset                 = MatDiagonalSet_SeqELLMP;
+  o->zerorows                    = MatZeroRows_SeqELLMP;
+  o->zerorowscolumns             = MatZeroRowsColumns_SeqELLMP;
+  o->axpy                        = MatAXPY_SeqELLMP;
+  o->copy                        = MatCopy_SeqELLMP;
+  o->duplicate                   = MatDuplicate_SeqELLMP;
+  o->setfromoptions              = MatSetFromOptions_SeqELLMP;
+  o->view                        = MatView_SeqELLMP;
+  o->load                        = MatLoad_SeqELLMP;
+  o->destroy                     = MatDestroy_SeqELLMP;
+}
+
+} // namespace
+} // namespace petscmp
+
+using namespace petscmp;
+
+/*MC
+   MATSEQELLMP - MATSEQELLMP = "seqellmp" - the sequential `MATELLMP`: sliced ELL (or nodes) whose compact values are
+the only copy
+
+   Level: beginner
+
+.seealso: `MATELLMP`, `MATSEQAIJ`
+M*/
+PetscErrorCode MatCreate_SeqELLMP(Mat A)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
+  PetscCheck(size == 1, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG,
+             "petscmp: seqellmp is a one-process type; use -mat_type ellmp, which picks the type for the communicator");
+  A->data = new (std::nothrow) SeqELLMP();
+  PetscCheck(A->data, PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory");
+  PetscCall(PetscMemzero(A->ops, sizeof(*A->ops)));
+  set_operations(A->ops);
+  PetscCall(compose_functions(A, true));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQELLMP));
+  PetscFunctionReturn(0);
+}
+
+/*MC
+   MATMPIELLMP - "mpiellmp": reserved; `MATELLMP` does not run on several processes yet (use `MATAIJMP`)
+
+   Level: beginner
+M*/
+PetscErrorCode MatCreate_MPIELLMP(Mat A)
+{
+  PetscFunctionBegin;
+  SETERRQ(PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
+          "petscmp: ellmp does not run on more than one process yet; use -mat_type aijmp, whose products read the "
+          "same compact formats");
+  PetscFunctionReturn(0);
+}

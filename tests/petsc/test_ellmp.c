@@ -1,0 +1,501 @@
+/* MATELLMP against MATAIJ: the stored values (bitwise in lossless mode, within the mode's unit roundoff
+   otherwise), and every operation reading them agrees with AIJ holding the stored values (products, rows,
+   values, diagonal, conversion, binary files); the operations that change values agree with AIJ's bit for bit
+   in lossless mode; memory per nonzero; non-finite and extreme values; a KSP solve.
+   Options: -test_bound_scale s (< 1: the negative control: the lossy bounds must then fail). */
+#include "petscmp_test.h"
+
+#include <petscksp.h>
+
+/* Every entry of E (pattern and value) against A's: bitwise when u == 0, else |e - a| <= u |a|. */
+static PetscErrorCode CompareEntries(Mat E, Mat A, double u, const char *what)
+{
+  PetscInt rstart, rend, bad_pattern = 0, bad_value = 0;
+
+  PetscFunctionBeginUser;
+  u *= g_bound_scale;
+  PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
+  for (PetscInt i = rstart; i < rend; i++) {
+    PetscInt           ne, na;
+    const PetscInt    *ce, *ca;
+    const PetscScalar *ve, *va;
+    PetscScalar       *ve_copy;
+    PetscInt          *ce_copy;
+    PetscCall(MatGetRow(E, i, &ne, &ce, &ve));
+    PetscCall(PetscMalloc2(ne, &ce_copy, ne, &ve_copy)); /* one MatGetRow at a time per matrix */
+    PetscCall(PetscArraycpy(ce_copy, ce, ne));
+    PetscCall(PetscArraycpy(ve_copy, ve, ne));
+    PetscCall(MatRestoreRow(E, i, NULL, &ce, &ve));
+    PetscCall(MatGetRow(A, i, &na, &ca, &va));
+    if (ne != na) bad_pattern++;
+    else
+      for (PetscInt k = 0; k < na; k++) {
+        if (ce_copy[k] != ca[k]) bad_pattern++;
+        const double e = ve_copy[k], a = va[k];
+        if (u == 0.0) {
+          if (memcmp(&e, &a, sizeof e)) bad_value++;
+        } else if (isnan(a)) {
+          if (!isnan(e)) bad_value++;
+        } else if (!(fabs(e - a) <= u * fabs(a))) bad_value++;
+      }
+    PetscCall(MatRestoreRow(A, i, &na, &ca, &va));
+    PetscCall(PetscFree2(ce_copy, ve_copy));
+  }
+  TEST_CHECK(PETSC_COMM_WORLD, bad_pattern == 0, "%s: %" PetscInt_FMT " entries differ in position", what, bad_pattern);
+  TEST_CHECK(PETSC_COMM_WORLD, bad_value == 0, "%s: %" PetscInt_FMT " values beyond %g relative", what, bad_value, u);
+  PetscFunctionReturn(0);
+}
+
+/* y1 (E's product) against y2 (B's): bitwise, or, when E sums in another order (entrysplit adds its two
+   parts' products one after the other), within the bound of a reordered fp64 sum. */
+static PetscErrorCode CompareProduct(Mat B, PetscBool reordered, PetscBool transpose, Vec x, Vec z, Vec y1, Vec y2, const char *label)
+{
+  PetscInt ndiffer;
+
+  PetscFunctionBeginUser;
+  if (reordered) PetscCall(TestCheckBound(B, transpose, x, z, y1, y2, 0.0, label, &ndiffer));
+  else PetscCall(TestCheckBitwise(y1, y2, label));
+  PetscFunctionReturn(0);
+}
+
+/* The four products, the diagonal and MatGetValues of E bitwise those of the AIJ matrix B. */
+static PetscErrorCode CompareOperationsOrdered(Mat E, Mat B, PetscBool reordered, const char *what)
+{
+  Vec      x, xt, y1, y2, z, t1, t2;
+  char     label[256];
+  PetscInt M, N;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetSize(E, &M, &N));
+  PetscCall(MatCreateVecs(B, &x, &y1));
+  PetscCall(MatCreateVecs(B, &t1, &xt));
+  PetscCall(VecDuplicate(y1, &y2));
+  PetscCall(VecDuplicate(y1, &z));
+  PetscCall(VecDuplicate(t1, &t2));
+  PetscCall(TestVecFill(x, 3));
+  PetscCall(TestVecFill(xt, 4));
+  PetscCall(TestVecFill(z, 5));
+  PetscCall(MatMult(E, x, y1));
+  PetscCall(MatMult(B, x, y2));
+  PetscCall(PetscSNPrintf(label, sizeof label, "%s: MatMult", what));
+  PetscCall(CompareProduct(B, reordered, PETSC_FALSE, x, NULL, y1, y2, label));
+  PetscCall(MatMultAdd(E, x, z, y1));
+  PetscCall(MatMultAdd(B, x, z, y2));
+  PetscCall(PetscSNPrintf(label, sizeof label, "%s: MatMultAdd", what));
+  PetscCall(CompareProduct(B, reordered, PETSC_FALSE, x, z, y1, y2, label));
+  PetscCall(VecCopy(z, y1)); /* y = A x + y, in place */
+  PetscCall(VecCopy(z, y2));
+  PetscCall(MatMultAdd(E, x, y1, y1));
+  PetscCall(MatMultAdd(B, x, y2, y2));
+  PetscCall(PetscSNPrintf(label, sizeof label, "%s: MatMultAdd in place", what));
+  PetscCall(CompareProduct(B, reordered, PETSC_FALSE, x, z, y1, y2, label));
+  PetscCall(MatMultTranspose(E, xt, t1));
+  PetscCall(MatMultTranspose(B, xt, t2));
+  PetscCall(PetscSNPrintf(label, sizeof label, "%s: MatMultTranspose", what));
+  PetscCall(CompareProduct(B, reordered, PETSC_TRUE, xt, NULL, t1, t2, label));
+  PetscCall(VecSet(t2, 0.5));
+  PetscCall(VecCopy(t2, t1));
+  PetscCall(MatMultTransposeAdd(E, xt, t1, t1));
+  PetscCall(MatMultTransposeAdd(B, xt, t2, t2));
+  PetscCall(PetscSNPrintf(label, sizeof label, "%s: MatMultTransposeAdd", what));
+  {
+    Vec half;
+    PetscCall(VecDuplicate(t1, &half));
+    PetscCall(VecSet(half, 0.5));
+    PetscCall(CompareProduct(B, reordered, PETSC_TRUE, xt, half, t1, t2, label));
+    PetscCall(VecDestroy(&half));
+  }
+  if (M == N) {
+    PetscCall(MatGetDiagonal(E, y1));
+    PetscCall(MatGetDiagonal(B, y2));
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s: MatGetDiagonal", what));
+    PetscCall(TestCheckBitwise(y1, y2, label));
+  }
+  { /* a few rows and columns, present and absent entries, negative indices skipped */
+    PetscInt    rows[4] = {0, M / 3, -1, M - 1}, cols[5] = {0, 1, N / 2, -1, N - 1};
+    PetscScalar ve[20], va[20];
+    for (int k = 0; k < 20; k++) ve[k] = va[k] = -7.0;
+    PetscCall(MatGetValues(E, 4, rows, 5, cols, ve));
+    PetscCall(MatGetValues(B, 4, rows, 5, cols, va));
+    TEST_CHECK(PETSC_COMM_WORLD, memcmp(ve, va, sizeof ve) == 0, "%s: MatGetValues differs from AIJ's", what);
+  }
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&xt));
+  PetscCall(VecDestroy(&y1));
+  PetscCall(VecDestroy(&y2));
+  PetscCall(VecDestroy(&z));
+  PetscCall(VecDestroy(&t1));
+  PetscCall(VecDestroy(&t2));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode CompareOperations(Mat E, Mat B, const char *what)
+{
+  return CompareOperationsOrdered(E, B, PETSC_FALSE, what);
+}
+
+static PetscErrorCode SetStorage(const char *mode)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsSetValue(NULL, "-mat_ellmp_storage", mode));
+  PetscCall(PetscOptionsSetValue(NULL, "-mat_ellmp_tolerance", "1e-3"));
+  PetscFunctionReturn(0);
+}
+
+/* E in `mode` holds A's values within u; every read and product agrees with the AIJ made from E. */
+static PetscErrorCode TestStorage(const char *mode, double u, const TestMatOpts *o, const char *kind)
+{
+  Mat  A, E, B;
+  char what[128];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s %s", mode, kind));
+  PetscCall(SetStorage(mode));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &A));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATELLMP, o, &E));
+  PetscCall(TestCheckType(E, MATSEQELLMP, what));
+  PetscCall(CompareEntries(E, A, u, what));
+  PetscCall(MatConvert(E, MATAIJ, MAT_INITIAL_MATRIX, &B));
+  PetscCall(TestCheckType(B, MATSEQAIJ, what));
+  PetscCall(CompareEntries(B, E, 0.0, what)); /* the conversion gives the stored values */
+  PetscCall(CompareOperationsOrdered(E, B, strcmp(mode, "entrysplit") ? PETSC_FALSE : PETSC_TRUE, what));
+  if (u == 0.0) PetscCall(CompareOperations(E, A, what)); /* lossless: AIJ's own results */
+  { /* AIJ -> ellmp conversion stores the same values */
+    Mat C;
+    PetscCall(MatConvert(A, MATELLMP, MAT_INITIAL_MATRIX, &C));
+    PetscCall(TestCheckType(C, MATSEQELLMP, what));
+    PetscCall(CompareEntries(C, E, 0.0, what));
+    PetscCall(MatDestroy(&C));
+  }
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&E));
+  PetscCall(MatDestroy(&B));
+  PetscFunctionReturn(0);
+}
+
+/* The operations that change values, on AIJ and on lossless ellmp: the same matrix bit for bit. */
+static PetscErrorCode TestChanges(const TestMatOpts *o)
+{
+  Mat      A, E, X, XE;
+  Vec      l, r, d;
+  PetscInt rows[3] = {1, 5, 17};
+
+  PetscFunctionBeginUser;
+  PetscCall(SetStorage("lossless"));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &A));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATELLMP, o, &E));
+  PetscCall(MatCreateVecs(A, &r, &l));
+  PetscCall(VecDuplicate(l, &d));
+  PetscCall(TestVecFill(l, 8));
+  PetscCall(TestVecFill(r, 9));
+  PetscCall(TestVecFill(d, 10));
+  /* zeroed rows keep their entries (AIJ would otherwise drop them, and the AXPYs below assume the pattern) */
+  PetscCall(MatSetOption(A, MAT_KEEP_NONZERO_PATTERN, PETSC_TRUE));
+  PetscCall(MatSetOption(E, MAT_KEEP_NONZERO_PATTERN, PETSC_TRUE));
+#define BOTH(call_a, call_e, what) \
+  do { \
+    PetscCall(call_a); \
+    PetscCall(call_e); \
+    PetscCall(CompareEntries(E, A, 0.0, what)); \
+    PetscCall(CompareOperations(E, A, what)); \
+  } while (0)
+  BOTH(MatScale(A, 2.5), MatScale(E, 2.5), "MatScale");
+  BOTH(MatShift(A, 1.25), MatShift(E, 1.25), "MatShift");
+  BOTH(MatDiagonalScale(A, l, r), MatDiagonalScale(E, l, r), "MatDiagonalScale");
+  BOTH(MatDiagonalSet(A, d, ADD_VALUES), MatDiagonalSet(E, d, ADD_VALUES), "MatDiagonalSet ADD");
+  BOTH(MatDiagonalSet(A, d, INSERT_VALUES), MatDiagonalSet(E, d, INSERT_VALUES), "MatDiagonalSet INSERT");
+  BOTH(MatZeroRows(A, 3, rows, 2.0, NULL, NULL), MatZeroRows(E, 3, rows, 2.0, NULL, NULL), "MatZeroRows");
+  BOTH(MatZeroRowsColumns(A, 3, rows, 3.0, NULL, NULL), MatZeroRowsColumns(E, 3, rows, 3.0, NULL, NULL), "MatZeroRowsColumns");
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &X));
+  PetscCall(MatConvert(X, MATELLMP, MAT_INITIAL_MATRIX, &XE));
+  BOTH(MatAXPY(A, 0.75, X, SAME_NONZERO_PATTERN), MatAXPY(E, 0.75, X, SAME_NONZERO_PATTERN), "MatAXPY (X aij)");
+  BOTH(MatAXPY(A, -1.5, X, DIFFERENT_NONZERO_PATTERN), MatAXPY(E, -1.5, XE, DIFFERENT_NONZERO_PATTERN), "MatAXPY (X ellmp)");
+  { /* reassembly: values added to an assembled matrix (the same pattern), then a new entry */
+    PetscInt    i = 4, cols[2];
+    PetscScalar v[2] = {0.5, -0.25};
+    PetscInt    all[12];
+    PetscCall(TestRowCols(o, i, all) >= 2 ? 0 : PETSC_ERR_PLIB); /* the row's first two columns exist */
+    cols[0] = all[0];
+    cols[1] = all[1];
+    PetscCall(MatSetValues(A, 1, &i, 2, cols, v, ADD_VALUES));
+    PetscCall(MatSetValues(E, 1, &i, 2, cols, v, ADD_VALUES));
+    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
+    PetscCall(CompareEntries(E, A, 0.0, "reassembly, same pattern"));
+    PetscCall(CompareOperations(E, A, "reassembly, same pattern"));
+  }
+  {
+    PetscInt    i = 7, j = o->N - 3;
+    PetscScalar v = 9.0;
+    PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetOption(E, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetValues(A, 1, &i, 1, &j, &v, INSERT_VALUES));
+    PetscCall(MatSetValues(E, 1, &i, 1, &j, &v, INSERT_VALUES));
+    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
+    PetscCall(CompareEntries(E, A, 0.0, "reassembly, a new entry"));
+    PetscCall(CompareOperations(E, A, "reassembly, a new entry"));
+  }
+  { /* duplicates and copies */
+    Mat D, Z, C, CA;
+    PetscCall(MatDuplicate(E, MAT_COPY_VALUES, &D));
+    PetscCall(TestCheckType(D, MATSEQELLMP, "MatDuplicate"));
+    PetscCall(CompareEntries(D, A, 0.0, "MatDuplicate"));
+    PetscCall(MatDuplicate(E, MAT_DO_NOT_COPY_VALUES, &Z));
+    PetscCall(MatCopy(E, Z, SAME_NONZERO_PATTERN));
+    PetscCall(CompareEntries(Z, A, 0.0, "MatDuplicate (no values) + MatCopy"));
+    PetscCall(MatDuplicate(A, MAT_DO_NOT_COPY_VALUES, &CA));
+    PetscCall(MatCopy(E, CA, SAME_NONZERO_PATTERN));
+    PetscCall(CompareEntries(CA, A, 0.0, "MatCopy to AIJ"));
+    PetscCall(MatConvert(A, MATELLMP, MAT_INITIAL_MATRIX, &C));
+    PetscCall(MatZeroEntries(C));
+    PetscCall(MatAXPY(C, 1.0, A, SAME_NONZERO_PATTERN));
+    PetscCall(CompareEntries(C, A, 0.0, "MatZeroEntries + MatAXPY"));
+    PetscCall(MatDestroy(&D));
+    PetscCall(MatDestroy(&Z));
+    PetscCall(MatDestroy(&C));
+    PetscCall(MatDestroy(&CA));
+  }
+  BOTH(MatZeroEntries(A), MatZeroEntries(E), "MatZeroEntries");
+  PetscCall(TestMatSetEntries(A, o, -2.0));
+  PetscCall(TestMatSetEntries(E, o, -2.0));
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(CompareEntries(E, A, 0.0, "Newton-like reassembly"));
+  PetscCall(CompareOperations(E, A, "Newton-like reassembly"));
+#undef BOTH
+  PetscCall(VecDestroy(&l));
+  PetscCall(VecDestroy(&r));
+  PetscCall(VecDestroy(&d));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&E));
+  PetscCall(MatDestroy(&X));
+  PetscCall(MatDestroy(&XE));
+  PetscFunctionReturn(0);
+}
+
+/* A lossy matrix is what it stores: written to a binary file and loaded (as ellmp and as AIJ) it is unchanged. */
+static PetscErrorCode TestBinaryFile(const TestMatOpts *o)
+{
+  Mat         E, L, LA;
+  PetscViewer v;
+
+  PetscFunctionBeginUser;
+  PetscCall(SetStorage("fp16"));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATELLMP, o, &E));
+  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_ellmp.bin", FILE_MODE_WRITE, &v));
+  PetscCall(MatView(E, v));
+  PetscCall(PetscViewerDestroy(&v));
+  PetscCall(SetStorage("lossless"));
+  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_ellmp.bin", FILE_MODE_READ, &v));
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &L));
+  PetscCall(MatSetType(L, MATELLMP));
+  PetscCall(MatLoad(L, v));
+  PetscCall(PetscViewerDestroy(&v));
+  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_ellmp.bin", FILE_MODE_READ, &v));
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &LA));
+  PetscCall(MatSetType(LA, MATAIJ));
+  PetscCall(MatLoad(LA, v));
+  PetscCall(PetscViewerDestroy(&v));
+  PetscCall(CompareEntries(L, E, 0.0, "binary file loaded as ellmp"));
+  PetscCall(CompareEntries(LA, E, 0.0, "binary file loaded as aij"));
+  PetscCall(CompareOperations(L, LA, "loaded matrices"));
+  PetscCall(MatDestroy(&E));
+  PetscCall(MatDestroy(&L));
+  PetscCall(MatDestroy(&LA));
+  PetscFunctionReturn(0);
+}
+
+/* 7-point Laplacian on an n^3 grid, values in fp32 beyond fp16 (so each mode rounds). */
+static PetscErrorCode Laplacian(PetscInt n, MatType type, Mat *A)
+{
+  const PetscInt N = n * n * n;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreate(PETSC_COMM_WORLD, A));
+  PetscCall(MatSetSizes(*A, PETSC_DECIDE, PETSC_DECIDE, N, N));
+  PetscCall(MatSetType(*A, type));
+  PetscCall(MatSeqAIJSetPreallocation(*A, 7, NULL));
+  for (PetscInt i = 0; i < N; i++) {
+    const PetscInt x = i % n, y = (i / n) % n, z = i / (n * n);
+    PetscInt       cols[7], k = 0;
+    PetscScalar    v[7];
+    if (z > 0) cols[k++] = i - n * n;
+    if (y > 0) cols[k++] = i - n;
+    if (x > 0) cols[k++] = i - 1;
+    cols[k++] = i;
+    if (x < n - 1) cols[k++] = i + 1;
+    if (y < n - 1) cols[k++] = i + n;
+    if (z < n - 1) cols[k++] = i + n * n;
+    for (PetscInt e = 0; e < k; e++) v[e] = cols[e] == i ? 6.0 + 1.0 / 3.0 : -1.0 - 1.0 / 7.0;
+    PetscCall(MatSetValues(*A, 1, &i, k, cols, v, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* Memory per nonzero after assembly (MatGetInfo: the compact storage is all the matrix holds):
+   issue targets on the 7-point Laplacian, fp32 <= 6.5 and fp16 <= 4.5 bytes per nonzero (AIJ 12.6).
+   The grid is 100^3: on small grids most slices of 8 rows hold a row of a face of the cube, whose
+   columns are not those of its neighbours shifted by one, and store a column per value (24^3: 7.8 and
+   5.8 bytes); at 100^3 about one slice in eight does. */
+static PetscErrorCode TestMemory(void)
+{
+  const char  *modes[2] = {"fp32", "fp16"};
+  const double limit[2] = {6.5, 4.5};
+
+  PetscFunctionBeginUser;
+  for (int m = 0; m < 2; m++) {
+    Mat     E;
+    MatInfo info;
+    PetscCall(SetStorage(modes[m]));
+    PetscCall(Laplacian(100, MATELLMP, &E));
+    PetscCall(MatGetInfo(E, MAT_LOCAL, &info));
+    const double per_nnz = info.memory / info.nz_used;
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "7-point Laplacian 100^3, %s: %.3g bytes per nonzero (limit %.3g)\n", modes[m], per_nnz, limit[m]));
+    TEST_CHECK(PETSC_COMM_WORLD, per_nnz > 0 && per_nnz <= limit[m], "%s: %.3g bytes per nonzero, over %.3g", modes[m], per_nnz, limit[m]);
+    PetscCall(MatDestroy(&E));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* Inf, NaN, huge and subnormal values: a lossy mode keeps them (the row falls back to a format that holds them). */
+static PetscErrorCode TestSpecialValues(void)
+{
+  const char *modes[3] = {"fp16", "bf16", "fp32"};
+
+  PetscFunctionBeginUser;
+  for (int m = 0; m < 3; m++) {
+    Mat         A, E;
+    PetscInt    cols[4] = {0, 1, 2, 3};
+    PetscScalar v[4][4] = {
+      {PETSC_INFINITY, 1.0, -PETSC_INFINITY, 2.0},
+      {1e300, -3.0, 1.0, 0.5},
+      {4.9406564584124654e-324, 1.0, 2.2250738585072014e-308, 3.0},
+      {0.0, 1.0, 2.0, 3.0}
+    };
+    v[3][0] = NAN;
+    PetscCall(SetStorage(modes[m]));
+    for (int t = 0; t < 2; t++) {
+      Mat *M = t ? &E : &A;
+      PetscCall(MatCreate(PETSC_COMM_WORLD, M));
+      PetscCall(MatSetSizes(*M, PETSC_DECIDE, PETSC_DECIDE, 4, 4));
+      PetscCall(MatSetType(*M, t ? MATELLMP : MATAIJ));
+      PetscCall(MatSeqAIJSetPreallocation(*M, 4, NULL));
+      PetscCall(MatSetValues(*M, 4, cols, 4, cols, &v[0][0], INSERT_VALUES));
+      PetscCall(MatAssemblyBegin(*M, MAT_FINAL_ASSEMBLY));
+      PetscCall(MatAssemblyEnd(*M, MAT_FINAL_ASSEMBLY));
+    }
+    for (PetscInt i = 0; i < 3; i++) { /* rows 0-2 exactly (Inf exact everywhere; huge and subnormal fall back) */
+      PetscScalar ve[4], va[4];
+      PetscCall(MatGetValues(E, 1, &i, 4, cols, ve));
+      PetscCall(MatGetValues(A, 1, &i, 4, cols, va));
+      TEST_CHECK(PETSC_COMM_WORLD, memcmp(ve, va, sizeof ve) == 0, "%s: row %" PetscInt_FMT " of special values changed", modes[m], i);
+    }
+    {
+      PetscInt    i = 3;
+      PetscScalar ve[4];
+      PetscCall(MatGetValues(E, 1, &i, 4, cols, ve));
+      TEST_CHECK(PETSC_COMM_WORLD, isnan(ve[0]) && ve[1] == 1.0 && ve[2] == 2.0 && ve[3] == 3.0, "%s: the NaN row changed", modes[m]);
+    }
+    PetscCall(MatDestroy(&A));
+    PetscCall(MatDestroy(&E));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* GMRES + Jacobi on a shifted test matrix: lossless ellmp gives AIJ's iterates bit for bit. */
+static PetscErrorCode TestSolve(const TestMatOpts *o)
+{
+  Mat      A[2];
+  Vec      b, x[2];
+  PetscInt its[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(SetStorage("lossless"));
+  for (int t = 0; t < 2; t++) {
+    KSP ksp;
+    PC  pc;
+    PetscCall(TestMatCreate(PETSC_COMM_WORLD, t ? MATELLMP : MATAIJ, o, &A[t]));
+    PetscCall(MatShift(A[t], 40.0));
+    PetscCall(MatCreateVecs(A[t], &x[t], t ? NULL : &b));
+    if (!t) PetscCall(TestVecFill(b, 21));
+    PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+    PetscCall(KSPSetOperators(ksp, A[t], A[t]));
+    PetscCall(KSPSetType(ksp, KSPGMRES));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCJACOBI));
+    PetscCall(KSPSetTolerances(ksp, 1e-10, PETSC_DEFAULT, PETSC_DEFAULT, 200));
+    PetscCall(KSPSolve(ksp, b, x[t]));
+    PetscCall(KSPGetIterationNumber(ksp, &its[t]));
+    PetscCall(KSPDestroy(&ksp));
+  }
+  TEST_CHECK(PETSC_COMM_WORLD, its[0] == its[1] && its[0] > 3, "GMRES iterations: aij %" PetscInt_FMT ", ellmp %" PetscInt_FMT, its[0], its[1]);
+  PetscCall(TestCheckBitwise(x[1], x[0], "GMRES solution"));
+  for (int t = 0; t < 2; t++) {
+    PetscCall(MatDestroy(&A[t]));
+    PetscCall(VecDestroy(&x[t]));
+  }
+  PetscCall(VecDestroy(&b));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  PetscMPIInt size;
+  TestMatOpts o;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
+  PetscCall(PetscMPInitializePackage());
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-test_bound_scale", &g_bound_scale, NULL));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  if (size > 1) { /* not yet on several processes: a clear error, no crash */
+    Mat E;
+    PetscCall(MatCreate(PETSC_COMM_WORLD, &E));
+    PetscCall(MatSetSizes(E, PETSC_DECIDE, PETSC_DECIDE, 10, 10));
+    EXPECT_ERROR(MatSetType(E, MATELLMP), "ellmp on several processes");
+    PetscCall(MatDestroy(&E));
+    const int rc = TestFinish();
+    PetscCall(PetscFinalize());
+    return rc;
+  }
+  const char  *modes[] = {"lossless", "fp32", "fp16", "bf16", "fp11_20", "tolerance", "entrysplit"};
+  const double u[]     = {0.0, 0x1p-24, 0x1p-11, 0x1p-8, 0x1p-20, 1e-3, 0x1p-24};
+  for (int m = 0; m < 7; m++) {
+    TestMatOptsDefault(&o, 500);
+    PetscCall(TestStorage(modes[m], u[m], &o, "mixed rows"));
+    o.valuekind = VAL_RUNS;
+    PetscCall(TestStorage(modes[m], u[m], &o, "rows in runs"));
+    TestMatOptsDefault(&o, 600);
+    o.inode = PETSC_TRUE;
+    PetscCall(TestStorage(modes[m], u[m], &o, "inodes"));
+    TestMatOptsDefault(&o, 450);
+    o.empty_every = 7;
+    PetscCall(TestStorage(modes[m], u[m], &o, "empty rows"));
+    TestMatOptsDefault(&o, 300);
+    o.N = 700;
+    PetscCall(TestStorage(modes[m], u[m], &o, "rectangular"));
+  }
+  TestMatOptsDefault(&o, 400);
+  o.valuekind = VAL_FP64;
+  PetscCall(TestChanges(&o));
+  o.inode = PETSC_TRUE;
+  PetscCall(TestChanges(&o));
+  TestMatOptsDefault(&o, 350);
+  PetscCall(TestBinaryFile(&o));
+  PetscCall(TestMemory());
+  PetscCall(TestSpecialValues());
+  TestMatOptsDefault(&o, 300);
+  o.inode = PETSC_TRUE;
+  PetscCall(TestSolve(&o));
+  const int rc = TestFinish();
+  PetscCall(PetscFinalize());
+  return rc;
+}
