@@ -184,7 +184,7 @@ PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATA
    MATELLMP - MATELLMP = "ellmp" - A sparse matrix stored in sliced ELL (SELL-8, or nodes of rows sharing their
    columns) whose values exist only in compact formats: unlike `MATAIJMP`, no fp64 copy is kept, so the matrix takes
    about half of `MATAIJ`'s memory in fp32 and a third in fp16. `-mat_type ellmp` resolves to `MATSEQELLMP` ("seqellmp")
-   on one process; products compute in fp64.
+   on one process and `MATMPIELLMP` ("mpiellmp") on several; products compute in fp64.
 
    The matrix is what is stored: in a lossy storage mode every operation (MatMult, MatGetRow, MatGetValues,
    MatGetDiagonal, MatConvert, MatView) sees the rounded values, so the residuals a KSP computes are those of the stored
@@ -208,6 +208,7 @@ PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATA
 M*/
 #define MATELLMP    "ellmp"
 #define MATSEQELLMP "seqellmp"
+#define MATMPIELLMP "mpiellmp"
 PETSC_EXTERN PetscLogEvent MATELLMP_Build, MATELLMP_Mult;
 
 /* ---- PCAPBJACOBI: adaptive-precision block-Jacobi ---- */

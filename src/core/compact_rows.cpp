@@ -166,6 +166,33 @@ template <typename Index> void read_compact_csr(const CompactCsr &c, const Index
     });
 }
 
+template <typename Index> bool compact_has_pattern(const CompactCsr &c, const CsrView<Index> &csr)
+{
+  const std::int64_t nnz = csr.nrows ? static_cast<std::int64_t>(csr.rowptr[csr.nrows]) : 0;
+  if (c.nrows != csr.nrows || c.ncols != csr.ncols || c.stats.nnz != nnz) return false;
+  if (c.entry_split()) {
+    for (std::int64_t i = 0; i < c.nrows; ++i) {
+      std::int64_t at = csr.rowptr[i];
+      bool same       = true;
+      for_each_split_entry(
+          c, i, [&](std::int64_t col, double) { same = same && at < csr.rowptr[i + 1] && csr.cols[at++] == col; });
+      if (!same || at != csr.rowptr[i + 1]) return false;
+    }
+    return true;
+  }
+  // every stored row as long as csr's and with its columns; as the totals agree, the rows no block holds are empty
+  for (const RowBlock &b : c.blocks)
+    for (std::int64_t k = 0; k < b.row_count(); ++k) {
+      const std::int64_t row = b.row(k);
+      std::int64_t at        = csr.rowptr[row];
+      if (block_row_length(b, k) != csr.rowptr[row + 1] - at) return false;
+      bool same = true;
+      for_each_entry(b, k, [&](std::int64_t col, std::int64_t) { same = same && csr.cols[at++] == col; });
+      if (!same) return false;
+    }
+  return true;
+}
+
 void compact_diagonal(const CompactCsr &c, std::int64_t col_shift, double *d)
 {
   std::fill(d, d + c.nrows, 0.0);
@@ -220,7 +247,8 @@ std::int64_t compact_memory_bytes(const CompactCsr &c)
 #define PETSCMP_INSTANTIATE_COMPACT_ROWS(Index)                                                                        \
   template void read_compact_row<Index>(const CompactCsr &, const CompactRowMap &, std::int64_t, Index *, double *);   \
   template void compact_row_lengths<Index>(const CompactCsr &, Index *);                                               \
-  template void read_compact_csr<Index>(const CompactCsr &, const Index *, Index *, double *);
+  template void read_compact_csr<Index>(const CompactCsr &, const Index *, Index *, double *);                         \
+  template bool compact_has_pattern<Index>(const CompactCsr &, const CsrView<Index> &);
 PETSCMP_INSTANTIATE_COMPACT_ROWS(std::int32_t)
 PETSCMP_INSTANTIATE_COMPACT_ROWS(std::int64_t)
 #undef PETSCMP_INSTANTIATE_COMPACT_ROWS

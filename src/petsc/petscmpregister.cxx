@@ -41,8 +41,8 @@ PetscErrorCode PetscMPInitializePackage(void)
   PetscCall(PetscLogEventRegister("AIJMPMultAdd", MAT_CLASSID, &MATAIJMP_MultAdd));
   PetscCall(PetscLogEventRegister("AIJMPMultTr", MAT_CLASSID, &MATAIJMP_MultTranspose));
   PetscCall(MatRegister(MATSEQELLMP, MatCreate_SeqELLMP));
-  PetscCall(MatRegister("mpiellmp", MatCreate_MPIELLMP));
-  PetscCall(MatRegisterRootName(MATELLMP, MATSEQELLMP, "mpiellmp"));
+  PetscCall(MatRegister(MATMPIELLMP, MatCreate_MPIELLMP));
+  PetscCall(MatRegisterRootName(MATELLMP, MATSEQELLMP, MATMPIELLMP));
   PetscCall(PetscLogEventRegister("ELLMPBuild", MAT_CLASSID, &MATELLMP_Build));
   PetscCall(PetscLogEventRegister("ELLMPMult", MAT_CLASSID, &MATELLMP_Mult));
   PetscCall(PCRegister(PCAPBJACOBI, PCCreate_APBJacobi));

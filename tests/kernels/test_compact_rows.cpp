@@ -115,6 +115,17 @@ TEST_P(CompactRows, ReadBackIsTheStoredMatrix)
       ASSERT_TRUE(same(y[i], expect[i])) << "row " << i << ": the product does not multiply by the rows read back";
   }
 
+  // the pattern test: the input's pattern, and not one with a column moved
+  ASSERT_TRUE(compact_has_pattern(copy, a.view()));
+  if (!a.cols.empty()) {
+    auto moved       = a;
+    const auto last  = moved.rowptr[moved.nrows] - 1; // the last entry of the last nonempty row
+    moved.cols[last] = moved.cols[last] + 1 < moved.ncols ? moved.cols[last] + 1 : moved.cols[last] - 1;
+    if (moved.cols[last] >= 0 && (last == 0 || moved.cols[last] != moved.cols[last - 1])) {
+      ASSERT_FALSE(compact_has_pattern(copy, moved.view())) << "a moved column is not seen";
+    }
+  }
+
   // single rows through the row map, and the diagonal
   const CompactRowMap map(copy);
   std::vector<double> diagonal(a.nrows);

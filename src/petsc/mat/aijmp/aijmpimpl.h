@@ -187,6 +187,13 @@ PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s);
 PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact, bool value_only = false);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
+// The compact copies of an MPI matrix's diagonal (Ad) and off-diagonal (Ao) SeqAIJ blocks, each row's format decided
+// over both (rowsplit's range over all ranks of comm: collective then). cd, co: in, the copies being replaced (their
+// memory reused; refilled in place when same_d/same_o say they were made from the blocks' current patterns), may be
+// null; out, the new copies. own_indices: every block stores its column indices (ellmp).
+PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, bool own_indices,
+                               bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
+                               std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o);
 // The OpenMP threads of -mat_aijmp_threads (0: 1, or OMP_NUM_THREADS), for products and builds.
 int AIJMPThreadCount(const AIJMPSettings &s);
 // Whether A's next products may read its compact copy (false when they use AIJ's kernel).

@@ -9,7 +9,57 @@
 
 namespace petscmp {
 PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat *newmat);
+
+PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, bool own_indices,
+                               bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
+                               std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o)
+{
+  CsrView<PetscInt> vd, vo;
+  const StorageOptions &base = settings.opts;
+
+  PetscFunctionBegin;
+  PetscCall(SeqAIJBuildView(Ad, vd));
+  PetscCall(SeqAIJBuildView(Ao, vo));
+  StorageOptions od = base, oo = base;
+  od.threads = oo.threads = AIJMPThreadCount(settings);
+  od.own_indices = oo.own_indices = own_indices;
+  PetscCall(SeqAIJMPSumOrder(Ad, &od.order));
+  PetscCall(SeqAIJMPSumOrder(Ao, &oo.order));
+  if (base.mode == StorageMode::rowsplit && base.mean_abs_value < 0) { // the range is a mean over all ranks
+    AbsSum sd, so;
+    PetscCall(guarded([&] {
+      sd = abs_value_sum(vd);
+      so = abs_value_sum(vo);
+    }));
+    double sums[2] = {sd.sum + so.sum, static_cast<double>(sd.count + so.count)};
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, comm));
+    od.mean_abs_value = oo.mean_abs_value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  }
+  *refilled_d = *refilled_o = false;
+  PetscCall(guarded([&] {
+    if (base.mode == StorageMode::entrysplit) {
+      cd = std::make_unique<CompactCsr>(build_entry_split(vd, od));
+      co = std::make_unique<CompactCsr>(build_entry_split(vo, oo));
+    } else { // a row's format is decided over both blocks, usually in one pass over the values
+      std::vector<CompactPart<PetscInt>> parts(2);
+      parts[0].csr      = vd;
+      parts[1].csr      = vo;
+      parts[0].opts     = od;
+      parts[1].opts     = oo;
+      parts[0].reusable = same_d && cd;
+      parts[1].reusable = same_o && co;
+      if (cd) parts[0].copy = std::move(*cd);
+      if (co) parts[1].copy = std::move(*co);
+      update_compact_parts(parts);
+      *refilled_d = parts[0].refilled;
+      *refilled_o = parts[1].refilled;
+      cd          = std::make_unique<CompactCsr>(std::move(parts[0].copy));
+      co          = std::make_unique<CompactCsr>(std::move(parts[1].copy));
+    }
+  }));
+  PetscFunctionReturn(0);
 }
+} // namespace petscmp
 
 using namespace petscmp;
 
@@ -68,56 +118,19 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
   PetscCall(SeqAIJMPIsCurrent(Ao, &current_o));
   PetscObjectState state;
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-  PetscBool stale            = (!current_d || !current_o || state != d->built_state) ? PETSC_TRUE : PETSC_FALSE;
-  const StorageOptions &base = d->settings.opts;
+  PetscBool stale = (!current_d || !current_o || state != d->built_state) ? PETSC_TRUE : PETSC_FALSE;
   // rowsplit's range is global: every rank must take part in the reduction
-  if (base.mode == StorageMode::rowsplit)
+  if (d->settings.opts.mode == StorageMode::rowsplit)
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &stale, 1, MPIU_BOOL, MPI_LOR, PetscObjectComm((PetscObject)A)));
   if (!stale) PetscFunctionReturn(0);
 
   PetscCall(PetscLogEventBegin(MATAIJMP_Build, A, 0, 0, 0));
-  CsrView<PetscInt> vd, vo;
-  PetscCall(SeqAIJBuildView(Ad, vd));
-  PetscCall(SeqAIJBuildView(Ao, vo));
-  StorageOptions od = base, oo = base;
-  od.threads = oo.threads = AIJMPThreadCount(d->settings);
-  PetscCall(SeqAIJMPSumOrder(Ad, &od.order));
-  PetscCall(SeqAIJMPSumOrder(Ao, &oo.order));
-  if (base.mode == StorageMode::rowsplit && base.mean_abs_value < 0) {
-    AbsSum sd, so;
-    PetscCall(guarded([&] {
-      sd = abs_value_sum(vd);
-      so = abs_value_sum(vo);
-    }));
-    double sums[2] = {sd.sum + so.sum, static_cast<double>(sd.count + so.count)};
-    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, PetscObjectComm((PetscObject)A)));
-    od.mean_abs_value = oo.mean_abs_value = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
-  }
-  std::unique_ptr<CompactCsr> cd, co, old_d, old_o;
+  std::unique_ptr<CompactCsr> cd, co;
   bool same_d = false, same_o = false, refilled_d = false, refilled_o = false;
-  PetscCall(SeqAIJMPTakeCompact(Ad, old_d, &same_d)); // their layout or at least their memory is reused
-  PetscCall(SeqAIJMPTakeCompact(Ao, old_o, &same_o));
-  PetscCall(guarded([&] {
-    if (base.mode == StorageMode::entrysplit) {
-      cd = std::make_unique<CompactCsr>(build_entry_split(vd, od));
-      co = std::make_unique<CompactCsr>(build_entry_split(vo, oo));
-    } else { // a row's format is decided over both blocks, usually in one pass over the values
-      std::vector<CompactPart<PetscInt>> parts(2);
-      parts[0].csr      = vd;
-      parts[1].csr      = vo;
-      parts[0].opts     = od;
-      parts[1].opts     = oo;
-      parts[0].reusable = same_d;
-      parts[1].reusable = same_o;
-      if (old_d) parts[0].copy = std::move(*old_d);
-      if (old_o) parts[1].copy = std::move(*old_o);
-      update_compact_parts(parts);
-      refilled_d = parts[0].refilled;
-      refilled_o = parts[1].refilled;
-      cd         = std::make_unique<CompactCsr>(std::move(parts[0].copy));
-      co         = std::make_unique<CompactCsr>(std::move(parts[1].copy));
-    }
-  }));
+  PetscCall(SeqAIJMPTakeCompact(Ad, cd, &same_d)); // their layout or at least their memory is reused
+  PetscCall(SeqAIJMPTakeCompact(Ao, co, &same_o));
+  PetscCall(AIJMPBuildParts(PetscObjectComm((PetscObject)A), Ad, Ao, d->settings, false, same_d, same_o, cd, co,
+                            &refilled_d, &refilled_o));
   PetscCall(SeqAIJMPSetSettings(Ad, d->settings));
   PetscCall(SeqAIJMPSetSettings(Ao, d->settings));
   PetscCall(SeqAIJMPInstall(Ad, std::move(cd), refilled_d));

@@ -30,6 +30,18 @@ struct SeqELLMP {
   double aij_bytes = 0; // bytes SeqAIJ's product would read (its inode kernel where it finds inodes), at the last build
 };
 
+// For mpiellmp, whose diagonal and off-diagonal blocks are seqellmp matrices it stores itself.
+// A block of m x n with block sizes rbs x cbs (internal options prefix), with the parent's settings.
+PetscErrorCode SeqELLMPCreateBlock(PetscInt m, PetscInt n, PetscInt rbs, PetscInt cbs, const AIJMPSettings &settings,
+                                   Mat *B);
+// Moves B's stored copy out (its memory reused by the next build); B holds none afterwards.
+PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c);
+// Makes c, built from the assembled SeqAIJ block aij, B's matrix, and B assembled.
+PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool value_only, bool same_pattern);
+const CompactCsr *SeqELLMPCompact(Mat B);
+// Adds B's copy to info (formats, bytes with AIJ's inode-aware bytes, builds) and gives its inode count.
+PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, PetscInt *inode_limit);
+
 } // namespace petscmp
 
 PETSC_INTERN PetscErrorCode MatCreate_SeqELLMP(Mat);

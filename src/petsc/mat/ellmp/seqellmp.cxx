@@ -133,6 +133,32 @@ StorageOptions build_options(const SeqELLMP *d)
   return opts;
 }
 
+// Makes `c`, built from the assembled SeqAIJ matrix `aij`, the stored matrix.
+// value_only: c is the previous copy with its values rewritten; same_pattern: aij has the stored pattern.
+PetscErrorCode install_compact(Mat A, Mat aij, std::unique_ptr<CompactCsr> c, bool value_only, bool same_pattern)
+{
+  SeqELLMP *d = data_of(A);
+  CsrView<PetscInt> view;
+
+  PetscFunctionBegin;
+  PetscCall(SeqAIJCsrView(aij, view));
+  d->compact = std::move(c);
+  // the master goes away: the largest change each format made is measured now, for -mat_view
+  PetscCall(guarded([&] { measure_relative_errors(view, *d->compact); }));
+  ++(value_only ? d->value_builds : d->full_builds);
+  // what AIJ's product would read, and the inodes whose summation order the products keep, for the report
+  double bytes, columns;
+  PetscInt nodes, *sizes = nullptr;
+  PetscBool inodes;
+  PetscCall(AIJInodeBytes(aij, &bytes, &columns, &nodes, &inodes));
+  d->aij_bytes = inodes ? bytes : d->compact->stats.aij_bytes();
+  PetscCall(MatInodeGetInodeSizes(aij, &d->inodes, &sizes, &d->inode_limit));
+  if (!sizes) d->inodes = 0;
+  if (!same_pattern) A->nonzerostate++;
+  forget_rows(d);
+  PetscFunctionReturn(0);
+}
+
 // Stores the values of the assembled SeqAIJ matrix `aij` as the matrix.
 // same_pattern: aij has the pattern of the stored copy (its layout may be kept).
 PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern)
@@ -140,6 +166,7 @@ PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern)
   SeqELLMP *d = data_of(A);
   CsrView<PetscInt> view;
   bool value_only = false;
+  std::unique_ptr<CompactCsr> c;
 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, d->settings, "ellmp"));
@@ -150,24 +177,10 @@ PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern)
   PetscCall(guarded([&] {
     std::unique_ptr<CompactCsr> old = std::move(d->compact);
     value_only                      = same_pattern && old && refill_compact_values(view, opts, *old);
-    d->compact = value_only ? std::move(old) : std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get()));
-    // the master goes away: the largest change each format made is measured now, for -mat_view
-    measure_relative_errors(view, *d->compact);
+    c = value_only ? std::move(old) : std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get()));
   }));
+  PetscCall(install_compact(A, aij, std::move(c), value_only, same_pattern));
   PetscCall(PetscLogEventEnd(MATELLMP_Build, A, 0, 0, 0));
-  ++(value_only ? d->value_builds : d->full_builds);
-  { // what AIJ's product would read, for the report
-    double bytes, columns;
-    PetscInt nodes;
-    PetscBool inodes;
-    PetscCall(AIJInodeBytes(aij, &bytes, &columns, &nodes, &inodes));
-    d->aij_bytes    = inodes ? bytes : d->compact->stats.aij_bytes();
-    PetscInt *sizes = nullptr;
-    PetscCall(MatInodeGetInodeSizes(aij, &d->inodes, &sizes, &d->inode_limit));
-    if (!sizes) d->inodes = 0;
-  }
-  if (!same_pattern) A->nonzerostate++;
-  forget_rows(d);
   PetscFunctionReturn(0);
 }
 
@@ -809,6 +822,59 @@ void set_operations(MatOps o)
 }
 
 } // namespace
+
+PetscErrorCode SeqELLMPCreateBlock(PetscInt m, PetscInt n, PetscInt rbs, PetscInt cbs, const AIJMPSettings &settings,
+                                   Mat *B)
+{
+  PetscFunctionBegin;
+  PetscCall(MatCreate(PETSC_COMM_SELF, B));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)*B, "petscmp_internal_"));
+  PetscCall(MatSetSizes(*B, m, n, m, n));
+  PetscCall(MatSetBlockSizes(*B, rbs, cbs));
+  PetscCall(MatSetType(*B, MATSEQELLMP));
+  PetscCall(PetscLayoutSetUp((*B)->rmap));
+  PetscCall(PetscLayoutSetUp((*B)->cmap));
+  data_of(*B)->settings              = settings;
+  data_of(*B)->settings.options_read = true; // the parent's settings, not this block's options
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c)
+{
+  PetscFunctionBegin;
+  c = std::move(data_of(B)->compact);
+  forget_rows(data_of(B));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool value_only, bool same_pattern)
+{
+  PetscFunctionBegin;
+  PetscCall(install_compact(B, aij, std::move(c), value_only, same_pattern));
+  B->preallocated = PETSC_TRUE;
+  PetscCall(MatAssemblyBegin(B, MAT_FINAL_ASSEMBLY)); // nothing to assemble: marks it assembled
+  PetscCall(MatAssemblyEnd(B, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+const CompactCsr *SeqELLMPCompact(Mat B)
+{
+  return data_of(B)->compact.get();
+}
+
+PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, PetscInt *inode_limit)
+{
+  SeqELLMP *d = data_of(B);
+
+  PetscFunctionBegin;
+  if (d->compact) PetscCall(AIJMPAccumulateInfo(*d->compact, info));
+  info.builds       = PetscMax(info.builds, d->full_builds);
+  info.value_builds = PetscMax(info.value_builds, d->value_builds);
+  info.aij_bytes += d->aij_bytes - (d->compact ? d->compact->stats.aij_bytes() : 0.0);
+  if (inodes) *inodes = d->inodes;
+  if (inode_limit) *inode_limit = d->inode_limit;
+  PetscFunctionReturn(0);
+}
 } // namespace petscmp
 
 using namespace petscmp;
@@ -828,26 +894,12 @@ PetscErrorCode MatCreate_SeqELLMP(Mat A)
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
   PetscCheck(size == 1, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG,
-             "petscmp: seqellmp is a one-process type; use -mat_type ellmp, which picks the type for the communicator");
+             "petscmp: seqellmp is a one-process type; use -mat_type ellmp, which picks seqellmp or mpiellmp");
   A->data = new (std::nothrow) SeqELLMP();
   PetscCheck(A->data, PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory");
   PetscCall(PetscMemzero(A->ops, sizeof(*A->ops)));
   set_operations(A->ops);
   PetscCall(compose_functions(A, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQELLMP));
-  PetscFunctionReturn(0);
-}
-
-/*MC
-   MATMPIELLMP - "mpiellmp": reserved; `MATELLMP` does not run on several processes yet (use `MATAIJMP`)
-
-   Level: beginner
-M*/
-PetscErrorCode MatCreate_MPIELLMP(Mat A)
-{
-  PetscFunctionBegin;
-  SETERRQ(PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
-          "petscmp: ellmp does not run on more than one process yet; use -mat_type aijmp, whose products read the "
-          "same compact formats");
   PetscFunctionReturn(0);
 }

@@ -45,6 +45,10 @@ template <typename Index> void compact_row_lengths(const CompactCsr &c, Index *l
 // cols and vals filled (nnz entries each). vals may be null (the pattern only).
 template <typename Index> void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals);
 
+// Whether the copy stores exactly csr's pattern (row lengths and columns; the
+// values are not compared): one pass over the column indices.
+template <typename Index> bool compact_has_pattern(const CompactCsr &c, const CsrView<Index> &csr);
+
 // d[i] = the stored entry (i, i + col_shift), 0 where the row has none.
 void compact_diagonal(const CompactCsr &c, std::int64_t col_shift, double *d);
 
