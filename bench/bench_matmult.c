@@ -1,25 +1,31 @@
-static char help[] = "Memory-bound MatMult benchmark: PETSc AIJ, PETSc SELL and every aijmp storage mode, timed alternately\n"
-                     "in one run, against the STREAM triad bandwidth measured by the same processes.\n"
-                     "  -n7 <int>          7-point Laplacian on an n^3 grid (default 260: 17.6M rows, >= 1.5 GB of AIJ; 0 skips)\n"
-                     "  -n27 <int>         27-point random operator on an n^3 grid (default 167: >= 1.5 GB of AIJ; 0 skips)\n"
-                     "  -fem <int>         3 dofs per node, 27-node coupling, fp64 values, n^3 nodes (default 77: 1.07 GB of AIJ\n"
-                     "                     with inodes; 0 skips)\n"
-                     "  -f <file>          also a matrix from a PETSc binary file (MatLoad)\n"
-                     "  -reps <int>        timed products per variant and mode (default 7)\n"
-                     "  -sell <bool>       include PETSc SELL (default true)\n"
-                     "  -tolerance <real>  bound of the tolerance mode (default 1e-3)\n"
-                     "  -modes <m1,m2,..>  the aijmp modes to time, in order, repeats allowed (default: all nine)\n"
-                     "  -seed <int>        PetscRandom seed of the 27-point values (default 4242)\n"
-                     "  -rowsplit_factors <f1,f2,..> extra rowsplit runs with these range factors (default 0.63,4; 0: none)\n"
-                     "  -rowsplit_fraction <p>       their row fraction (default 0.9). Each is compared with uniform fp32 at the same\n"
-                     "                     fp32 fraction phi: phi*t(fp32) + (1-phi)*t(an all-fp64 mode of the same run)\n"
-                     "  -stream_mib <int>  MiB per STREAM array, all ranks together (default 512)\n"
-                     "  -stream_reps <int> STREAM triad repetitions, best taken (default 5)\n"
-                     "  -kernel <compact|auto|aij> aijmp product kernel (MatAIJMPSetKernel; default compact: the table times\n"
-                     "                     the compact kernels; auto: what users get by default, lossless picks AIJ's or the compact one)\n\n";
+static char help[] =
+    "Memory-bound MatMult benchmark: PETSc AIJ, PETSc SELL and every aijmp storage mode, timed alternately\n"
+    "in one run, against the STREAM triad bandwidth measured by the same processes.\n"
+    "  -n7 <int>          7-point Laplacian on an n^3 grid (default 260: 17.6M rows, >= 1.5 GB of AIJ; 0 skips)\n"
+    "  -n27 <int>         27-point random operator on an n^3 grid (default 167: >= 1.5 GB of AIJ; 0 skips)\n"
+    "  -fem <int>         3 dofs per node, 27-node coupling, fp64 values, n^3 nodes (default 77: 1.07 GB of AIJ\n"
+    "                     with inodes; 0 skips)\n"
+    "  -f <file>          also a matrix from a PETSc binary file (MatLoad)\n"
+    "  -reps <int>        timed products per variant and mode (default 7)\n"
+    "  -sell <bool>       include PETSc SELL (default true)\n"
+    "  -tolerance <real>  bound of the tolerance mode (default 1e-3)\n"
+    "  -modes <m1,m2,..>  the aijmp modes to time, in order, repeats allowed (default: all nine)\n"
+    "  -seed <int>        PetscRandom seed of the 27-point values (default 4242)\n"
+    "  -rowsplit_factors <f1,f2,..> extra rowsplit runs with these range factors (default 0.63,4; 0: none)\n"
+    "  -rowsplit_fraction <p>       their row fraction (default 0.9). Each is compared with uniform fp32 at the same\n"
+    "                     fp32 fraction phi: phi*t(fp32) + (1-phi)*t(an all-fp64 mode of the same run)\n"
+    "  -stream_mib <int>  MiB per STREAM array, all ranks together (default 512)\n"
+    "  -stream_reps <int> STREAM triad repetitions, best taken (default 5)\n"
+    "  -kernel <compact|auto|aij> aijmp product kernel (MatAIJMPSetKernel; default compact: the table times\n"
+    "                     the compact kernels; auto: what users get by default, lossless picks AIJ's or the compact "
+    "one)\n"
+    "  -ellmp <bool>      also the ellmp table: AIJ, aijmp and ellmp in each of -ellmp_modes, alternated, with\n"
+    "                     ellmp's memory (MatGetInfo and the process's resident memory) and build (default false)\n"
+    "  -ellmp_modes <m1,..> the storage modes of the ellmp table (default lossless,fp32,fp16,bf16)\n"
+    "  -table <bool>      the aijmp table (default true; false with -ellmp: only the ellmp table)\n\n";
 
 #if defined(__linux__)
-  #include <sys/mman.h>
+#include <sys/mman.h>
 #endif
 #include <petscmat.h>
 #include <stdint.h>
@@ -31,30 +37,30 @@ static char help[] = "Memory-bound MatMult benchmark: PETSc AIJ, PETSc SELL and 
 
 #define MAXMODES 32
 /* the aijmp modes timed, in order (-modes overrides) */
-static PetscInt        nmodes               = 9;
-static MatAIJMPStorage modes[MAXMODES] = {MAT_AIJMP_LOSSLESS, MAT_AIJMP_FP32,      MAT_AIJMP_FP16,
-                                              MAT_AIJMP_BF16,     MAT_AIJMP_FP11_20,   MAT_AIJMP_FP11_4,
-                                              MAT_AIJMP_TOLERANCE, MAT_AIJMP_ROWSPLIT, MAT_AIJMP_ENTRYSPLIT};
+static PetscInt nmodes                 = 9;
+static MatAIJMPStorage modes[MAXMODES] = {MAT_AIJMP_LOSSLESS,  MAT_AIJMP_FP32,     MAT_AIJMP_FP16,
+                                          MAT_AIJMP_BF16,      MAT_AIJMP_FP11_20,  MAT_AIJMP_FP11_4,
+                                          MAT_AIJMP_TOLERANCE, MAT_AIJMP_ROWSPLIT, MAT_AIJMP_ENTRYSPLIT};
 
 /* extra rowsplit runs: range factors and the row fraction they use */
 #define MAXSPLITS 8
-static PetscInt  nsplits                 = 2;
+static PetscInt nsplits                   = 2;
 static PetscReal split_factors[MAXSPLITS] = {0.63, 4.0};
-static PetscReal split_fraction          = 0.9;
+static PetscReal split_fraction           = 0.9;
 
 typedef struct {
-  char         name[32];
-  double       ms;      /* median of the timed products */
-  double       min_ms;  /* fastest of them (a noise indicator) */
-  double       aij_ms;  /* median of the AIJ products alternated with them (same block) */
-  double       bytes;   /* matrix bytes a product reads (values + indices), without x and y */
-  double       relerr;  /* ||y - y_aij||_2 / ||y_aij||_2 */
-  double       build_s; /* aijmp: time to build the compact copy; < 0: not applicable */
-  double       rebuild_s; /* aijmp: rebuild after MatScale (same pattern); < 0: no copy */
-  double       full_rebuild_s; /* aijmp: full build of the same layout in the old copy's memory; < 0: not measured */
-  double       touch_s; /* the time to touch as many bytes of fresh memory as the copy holds; < 0: not measured */
-  PetscBool    rebuild_value_only; /* whether it kept the layout (every row kept its format) */
-  PetscBool    has_info;
+  char name[32];
+  double ms;             /* median of the timed products */
+  double min_ms;         /* fastest of them (a noise indicator) */
+  double aij_ms;         /* median of the AIJ products alternated with them (same block) */
+  double bytes;          /* matrix bytes a product reads (values + indices), without x and y */
+  double relerr;         /* ||y - y_aij||_2 / ||y_aij||_2 */
+  double build_s;        /* aijmp: time to build the compact copy; < 0: not applicable */
+  double rebuild_s;      /* aijmp: rebuild after MatScale (same pattern); < 0: no copy */
+  double full_rebuild_s; /* aijmp: full build of the same layout in the old copy's memory; < 0: not measured */
+  double touch_s;        /* the time to touch as many bytes of fresh memory as the copy holds; < 0: not measured */
+  PetscBool rebuild_value_only; /* whether it kept the layout (every row kept its format) */
+  PetscBool has_info;
   MatAIJMPInfo info;
 } Row;
 
@@ -70,7 +76,7 @@ static MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_COMPACT;
 /* The processor and the instruction sets, as the CPU reports them and as this build uses them. */
 static PetscErrorCode PrintCpu(MPI_Comm comm)
 {
-  char  line[4096], model[256] = "unknown", flags[4096] = "";
+  char line[4096], model[256] = "unknown", flags[4096] = "";
   FILE *f = fopen("/proc/cpuinfo", "r");
 
   PetscFunctionBeginUser;
@@ -79,7 +85,8 @@ static PetscErrorCode PrintCpu(MPI_Comm comm)
     if (!strncmp(line, "flags", 5) && !flags[0]) PetscCall(PetscStrncpy(flags, line, sizeof flags));
   }
   if (f) fclose(f);
-  const char *isa[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16", "amx_tile"};
+  const char *isa[] = {"avx2",     "fma",         "f16c",        "avx512f", "avx512bw",
+                       "avx512vl", "avx512_bf16", "avx512_fp16", "amx_tile"};
   PetscCall(PetscPrintf(comm, "CPU: %s; reports:", model));
   for (size_t i = 0; i < sizeof isa / sizeof isa[0]; i++) {
     char pat[32];
@@ -93,14 +100,15 @@ static PetscErrorCode PrintCpu(MPI_Comm comm)
 static PetscErrorCode BuildStencil(MPI_Comm comm, PetscInt n, PetscBool full27, PetscInt64 seed, Mat *A)
 {
   const PetscInt64 N64 = (PetscInt64)n * n * n;
-  PetscInt         N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[27];
-  PetscScalar      v[27];
-  PetscRandom      rnd = NULL;
-  PetscMPIInt      size;
+  PetscInt N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[27];
+  PetscScalar v[27];
+  PetscRandom rnd = NULL;
+  PetscMPIInt size;
 
   PetscFunctionBeginUser;
   PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
-  PetscCheck(N64 * (full27 ? 27 : 7) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
+  PetscCheck(N64 * (full27 ? 27 : 7) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
   N = (PetscInt)N64;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(PetscSplitOwnership(comm, &m, &N));
@@ -112,15 +120,17 @@ static PetscErrorCode BuildStencil(MPI_Comm comm, PetscInt n, PetscBool full27, 
   PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
   for (PetscInt row = rstart; row < rend; row++) {
     const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
-    PetscInt       d = 0, o = 0;
+    PetscInt d = 0, o = 0;
     for (PetscInt dk = -1; dk <= 1; dk++)
       for (PetscInt dj = -1; dj <= 1; dj++)
         for (PetscInt di = -1; di <= 1; di++) {
           if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
           if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
           const PetscInt col = row + dk * n * n + dj * n + di;
-          if (col >= rstart && col < rend) d++;
-          else o++;
+          if (col >= rstart && col < rend)
+            d++;
+          else
+            o++;
         }
     d_nnz[row - rstart] = d;
     o_nnz[row - rstart] = o;
@@ -144,7 +154,7 @@ static PetscErrorCode BuildStencil(MPI_Comm comm, PetscInt n, PetscBool full27, 
   }
   for (PetscInt row = (full27 ? 0 : rstart); row < rend; row++) {
     const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
-    PetscInt       nc = 0, diag = -1;
+    PetscInt nc = 0, diag = -1;
     for (PetscInt dk = -1; dk <= 1; dk++)
       for (PetscInt dj = -1; dj <= 1; dj++)
         for (PetscInt di = -1; di <= 1; di++) {
@@ -158,7 +168,8 @@ static PetscErrorCode BuildStencil(MPI_Comm comm, PetscInt n, PetscBool full27, 
       if (row < rstart) continue; /* another rank's row: its values are drawn to keep the stream aligned */
       v[diag] += 27.0;
     } else {
-      for (PetscInt c = 0; c < nc; c++) v[c] = -1.0;
+      for (PetscInt c = 0; c < nc; c++)
+        v[c] = -1.0;
       v[diag] = 6.0;
     }
     PetscCall(MatSetValues(*A, 1, &row, nc, cols, v, INSERT_VALUES));
@@ -176,12 +187,13 @@ static PetscErrorCode BuildStencil(MPI_Comm comm, PetscInt n, PetscBool full27, 
 static PetscErrorCode BuildFEM(MPI_Comm comm, PetscInt n, PetscInt64 seed, Mat *A)
 {
   const PetscInt64 nodes64 = (PetscInt64)n * n * n;
-  PetscInt         N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[81];
-  PetscScalar      v[81];
+  PetscInt N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[81];
+  PetscScalar v[81];
 
   PetscFunctionBeginUser;
   PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
-  PetscCheck(3 * nodes64 * 81 < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
+  PetscCheck(3 * nodes64 * 81 < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
   PetscInt nodes = (PetscInt)nodes64, mnodes = PETSC_DECIDE;
   PetscCall(PetscSplitOwnership(comm, &mnodes, &nodes));
   m = 3 * mnodes;
@@ -192,14 +204,16 @@ static PetscErrorCode BuildFEM(MPI_Comm comm, PetscInt n, PetscInt64 seed, Mat *
   PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
   for (PetscInt row = rstart; row < rend; row++) {
     const PetscInt node = row / 3, i = node % n, j = (node / n) % n, k = node / (n * n);
-    PetscInt       d = 0, o = 0;
+    PetscInt d = 0, o = 0;
     for (PetscInt dk = -1; dk <= 1; dk++)
       for (PetscInt dj = -1; dj <= 1; dj++)
         for (PetscInt di = -1; di <= 1; di++) {
           if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
           const PetscInt col = 3 * (node + dk * n * n + dj * n + di);
-          if (col >= rstart && col < rend) d += 3;
-          else o += 3;
+          if (col >= rstart && col < rend)
+            d += 3;
+          else
+            o += 3;
         }
     d_nnz[row - rstart] = d;
     o_nnz[row - rstart] = o;
@@ -215,20 +229,21 @@ static PetscErrorCode BuildFEM(MPI_Comm comm, PetscInt n, PetscInt64 seed, Mat *
   PetscCall(PetscFree2(d_nnz, o_nnz));
   for (PetscInt row = rstart; row < rend; row++) {
     const PetscInt node = row / 3, i = node % n, j = (node / n) % n, k = node / (n * n);
-    PetscInt       nc = 0, diag = -1;
+    PetscInt nc = 0, diag = -1;
     for (PetscInt dk = -1; dk <= 1; dk++)
       for (PetscInt dj = -1; dj <= 1; dj++)
         for (PetscInt di = -1; di <= 1; di++) {
           if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
           for (PetscInt c = 0; c < 3; c++) {
             const PetscInt col = 3 * (node + dk * n * n + dj * n + di) + c;
-            uint64_t       h   = ((uint64_t)seed * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)row * 0xBF58476D1CE4E5B9ull) ^ ((uint64_t)col * 0x94D049BB133111EBull);
+            uint64_t h         = ((uint64_t)seed * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)row * 0xBF58476D1CE4E5B9ull) ^
+                         ((uint64_t)col * 0x94D049BB133111EBull);
             h ^= h >> 31;
             h *= 0xD6E8FEB86659FD39ull;
             h ^= h >> 29;
             if (col == row) diag = nc;
-            cols[nc]  = col;
-            v[nc++]   = 2.0 * ((double)(h >> 11) * 0x1p-53) - 1.0;
+            cols[nc] = col;
+            v[nc++]  = 2.0 * ((double)(h >> 11) * 0x1p-53) - 1.0;
           }
         }
     v[diag] += 81.0;
@@ -242,7 +257,7 @@ static PetscErrorCode BuildFEM(MPI_Comm comm, PetscInt n, PetscInt64 seed, Mat *
 /* x_g: a deterministic function of the global index g, in [0.5, 1.5), the same for any number of ranks */
 static PetscErrorCode FillX(Vec x)
 {
-  PetscInt     lo, hi;
+  PetscInt lo, hi;
   PetscScalar *xa;
 
   PetscFunctionBeginUser;
@@ -282,24 +297,28 @@ static PetscErrorCode GetInfoTimingBuild(Mat P, MPI_Comm comm, MatAIJMPInfo *inf
    layouts differ (no one layout to force). */
 static PetscErrorCode TimeFullRebuild(Mat P, MPI_Comm comm, double *seconds)
 {
-  MatAIJMPInfo   before, after;
+  MatAIJMPInfo before, after;
   MatAIJMPLayout layout, forced;
-  double         t;
+  double t;
 
   PetscFunctionBeginUser;
   *seconds = -1;
   PetscCall(MatAIJMPGetInfo(P, &before));
-  if (before.node_rows > 0 && before.sliced_rows == 0) forced = MAT_AIJMP_LAYOUT_NODE;
-  else if (before.sliced_rows > 0 && before.node_rows == 0) forced = MAT_AIJMP_LAYOUT_SLICED;
-  else if (before.node_rows == 0 && before.sliced_rows == 0) forced = MAT_AIJMP_LAYOUT_CSR;
-  else PetscFunctionReturn(0);
+  if (before.node_rows > 0 && before.sliced_rows == 0)
+    forced = MAT_AIJMP_LAYOUT_NODE;
+  else if (before.sliced_rows > 0 && before.node_rows == 0)
+    forced = MAT_AIJMP_LAYOUT_SLICED;
+  else if (before.node_rows == 0 && before.sliced_rows == 0)
+    forced = MAT_AIJMP_LAYOUT_CSR;
+  else
+    PetscFunctionReturn(0);
   PetscCall(MatAIJMPGetLayout(P, &layout));
   if (layout == forced) PetscFunctionReturn(0);
   for (int k = 0; k < 3; k++) {
     PetscCall(MatAIJMPSetLayout(P, k % 2 == 0 ? forced : layout));
     PetscCall(GetInfoTimingBuild(P, comm, &after, &t));
-    if (after.builds > before.builds && after.node_rows == before.node_rows && after.sliced_rows == before.sliced_rows &&
-        (*seconds < 0 || t < *seconds))
+    if (after.builds > before.builds && after.node_rows == before.node_rows &&
+        after.sliced_rows == before.sliced_rows && (*seconds < 0 || t < *seconds))
       *seconds = t;
     before = after;
   }
@@ -317,13 +336,14 @@ static PetscErrorCode TimeFreshMemory(size_t bytes, MPI_Comm comm, double *secon
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   {
     const size_t huge = (size_t)1 << 21, n = (bytes + huge - 1) / huge * huge;
-    void        *p    = NULL;
-    double       t;
+    void *p = NULL;
+    double t;
     if (!n || posix_memalign(&p, huge, n)) PetscFunctionReturn(0);
     (void)madvise(p, n, MADV_HUGEPAGE);
     PetscCallMPI(MPI_Barrier(comm));
     t = MPI_Wtime();
-    for (size_t off = 0; off < n; off += 4096) ((volatile char *)p)[off] = 1;
+    for (size_t off = 0; off < n; off += 4096)
+      ((volatile char *)p)[off] = 1;
     PetscCallMPI(MPI_Barrier(comm));
     *seconds = MPI_Wtime() - t;
     free(p);
@@ -362,13 +382,15 @@ static PetscErrorCode RelErr(Vec y, Vec yref, PetscReal refnorm, Vec work, doubl
 static void FormatMix(const MatAIJMPInfo *info, char *buf, size_t len)
 {
   PetscInt64 rows = 0;
-  size_t     used = 0;
-  for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) rows += info->rows[f];
+  size_t used     = 0;
+  for (int f = 0; f < PETSCMP_NUM_FORMATS; f++)
+    rows += info->rows[f];
   buf[0] = 0;
   for (int f = 0; f < PETSCMP_NUM_FORMATS && used < len; f++) {
     if (!info->rows[f] && !info->nnz[f]) continue;
-    int w = snprintf(buf + used, len - used, "%s%s %" PetscInt64_FMT " rows (%.1f%%), max rel. change %.2e", used ? "; " : "", PetscMPFormats[f],
-                     info->rows[f], rows ? 100.0 * (double)info->rows[f] / (double)rows : 0.0, (double)info->max_rel_error[f]);
+    int w = snprintf(buf + used, len - used, "%s%s %" PetscInt64_FMT " rows (%.1f%%), max rel. change %.2e",
+                     used ? "; " : "", PetscMPFormats[f], info->rows[f],
+                     rows ? 100.0 * (double)info->rows[f] / (double)rows : 0.0, (double)info->max_rel_error[f]);
     if (w < 0) break;
     used += (size_t)w;
   }
@@ -379,7 +401,8 @@ static void FormatMix(const MatAIJMPInfo *info, char *buf, size_t len)
 static double RowFraction(const MatAIJMPInfo *info, int f)
 {
   PetscInt64 total = 0;
-  for (int g = 0; g < PETSCMP_NUM_FORMATS; g++) total += info->rows[g];
+  for (int g = 0; g < PETSCMP_NUM_FORMATS; g++)
+    total += info->rows[g];
   return total ? (double)info->rows[f] / (double)total : 0.0;
 }
 
@@ -395,15 +418,21 @@ static PetscErrorCode CompareRowSplit(MPI_Comm comm, const Row *rows, PetscInt n
     if (!fp64 && RowFraction(&rows[k].info, PETSCMP_FP64) == 1.0 && rows[k].info.sliced_rows > 0) fp64 = &rows[k];
   }
   if (!fp32 || !fp64) {
-    PetscCall(PetscPrintf(comm, "rowsplit against uniform fp32: needs an all-fp32 and an all-fp64 run of this matrix; skipped\n"));
+    PetscCall(PetscPrintf(
+        comm, "rowsplit against uniform fp32: needs an all-fp32 and an all-fp64 run of this matrix; skipped\n"));
     PetscFunctionReturn(0);
   }
   const double r32 = fp32->ms / fp32->aij_ms, r64 = fp64->ms / fp64->aij_ms;
-  PetscCall(PetscPrintf(comm, "rowsplit against uniform fp32 at the same fp32 fraction phi (reference phi*t(fp32) + (1-phi)*t(%s), times relative to AIJ):\n", fp64->name + 6));
+  PetscCall(PetscPrintf(comm,
+                        "rowsplit against uniform fp32 at the same fp32 fraction phi (reference phi*t(fp32) + "
+                        "(1-phi)*t(%s), times relative to AIJ):\n",
+                        fp64->name + 6));
   for (PetscInt k = 2; k < 2 + nruns; k++) {
     if (strncmp(rows[k].name, "aijmp rowsplit", 14)) continue;
-    const double phi = RowFraction(&rows[k].info, PETSCMP_FP32), ref = phi * r32 + (1 - phi) * r64, t = rows[k].ms / rows[k].aij_ms;
-    PetscCall(PetscPrintf(comm, "  %-20s phi %5.1f%%  t/t_AIJ %.3f  reference %.3f  ratio %.3f (%s)\n", rows[k].name + 6, 100 * phi, t, ref, t / ref,
+    const double phi = RowFraction(&rows[k].info, PETSCMP_FP32), ref = phi * r32 + (1 - phi) * r64,
+                 t = rows[k].ms / rows[k].aij_ms;
+    PetscCall(PetscPrintf(comm, "  %-20s phi %5.1f%%  t/t_AIJ %.3f  reference %.3f  ratio %.3f (%s)\n",
+                          rows[k].name + 6, 100 * phi, t, ref, t / ref,
                           t / ref <= 1.10 ? "within 10%" : "more than 10% slower"));
   }
   PetscFunctionReturn(0);
@@ -411,20 +440,21 @@ static PetscErrorCode CompareRowSplit(MPI_Comm comm, const Row *rows, PetscInt n
 
 /* One matrix: AIJ, SELL and every aijmp mode, alternated                                                      */
 
-static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, PetscBool use_sell, PetscReal tol, double triad_gbs)
+static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, PetscBool use_sell, PetscReal tol,
+                                  double triad_gbs)
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)A);
-  PetscInt    M, N;
-  PetscInt64  nnz;
-  MatInfo     minfo;
-  Vec         x, y, yref, work;
-  PetscReal   refnorm;
-  Mat         S = NULL, P = NULL;
-  Row         rows[2 + MAXMODES + MAXSPLITS];
-  double     *aij_all, *sell_all, *aij_blk, *sell_blk, *mode_blk, t, vec_bytes, convert_s[2] = {0, 0};
-  PetscInt    nall = 0;
+  MPI_Comm comm = PetscObjectComm((PetscObject)A);
+  PetscInt M, N;
+  PetscInt64 nnz;
+  MatInfo minfo;
+  Vec x, y, yref, work;
+  PetscReal refnorm;
+  Mat S = NULL, P = NULL;
+  Row rows[2 + MAXMODES + MAXSPLITS];
+  double *aij_all, *sell_all, *aij_blk, *sell_blk, *mode_blk, t, vec_bytes, convert_s[2] = {0, 0};
+  PetscInt nall = 0;
   MatAIJMPInfo lossless_info;
-  PetscBool   have_lossless = PETSC_FALSE;
+  PetscBool have_lossless = PETSC_FALSE;
 
   PetscFunctionBeginUser;
   PetscCall(PetscMemzero(rows, sizeof(rows)));
@@ -432,8 +462,11 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &minfo));
   nnz       = (PetscInt64)minfo.nz_used;
   vec_bytes = 8.0 * ((double)M + (double)N);
-  PetscCall(PetscPrintf(comm, "\n=== %s: %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt64_FMT " nonzeros (%.2f per row), AIJ matrix data %.3f GB ===\n", title, M, N, nnz,
-                        (double)nnz / (double)M, ((double)nnz * (8 + sizeof(PetscInt)) + ((double)M + 1) * sizeof(PetscInt)) / 1e9));
+  PetscCall(PetscPrintf(comm,
+                        "\n=== %s: %" PetscInt_FMT " x %" PetscInt_FMT ", %" PetscInt64_FMT
+                        " nonzeros (%.2f per row), AIJ matrix data %.3f GB ===\n",
+                        title, M, N, nnz, (double)nnz / (double)M,
+                        ((double)nnz * (8 + sizeof(PetscInt)) + ((double)M + 1) * sizeof(PetscInt)) / 1e9));
 
   PetscCall(MatCreateVecs(A, &x, &yref));
   PetscCall(VecDuplicate(yref, &y));
@@ -446,9 +479,9 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   rows[0].bytes   = (double)nnz * (8 + sizeof(PetscInt)) + ((double)M + 1) * sizeof(PetscInt);
   rows[0].build_s = -1;
   if (use_sell) {
-    MatInfo     sinfo;
+    MatInfo sinfo;
     PetscMPIInt size;
-    PetscInt    m;
+    PetscInt m;
     PetscCallMPI(MPI_Comm_size(comm, &size));
     PetscCallMPI(MPI_Barrier(comm));
     t = MPI_Wtime();
@@ -474,17 +507,23 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   PetscCall(MatAIJMPSetKernel(P, kernel));
 
   const PetscInt nruns = nmodes + nsplits;
-  PetscCall(PetscMalloc5(nruns * reps, &aij_all, nruns * reps, &sell_all, reps, &aij_blk, reps, &sell_blk, reps, &mode_blk));
+  PetscCall(
+      PetscMalloc5(nruns * reps, &aij_all, nruns * reps, &sell_all, reps, &aij_blk, reps, &sell_blk, reps, &mode_blk));
   for (PetscInt mi = 0; mi < nruns; mi++) {
-    Row                  *row  = &rows[2 + mi];
+    Row *row                   = &rows[2 + mi];
     const MatAIJMPStorage mode = mi < nmodes ? modes[mi] : MAT_AIJMP_ROWSPLIT;
-    if (mi < nmodes) PetscCall(PetscSNPrintf(row->name, sizeof(row->name), "aijmp %s", MatAIJMPStorages[mode]));
-    else PetscCall(PetscSNPrintf(row->name, sizeof(row->name), "aijmp rowsplit f=%.2f", (double)split_factors[mi - nmodes]));
+    if (mi < nmodes)
+      PetscCall(PetscSNPrintf(row->name, sizeof(row->name), "aijmp %s", MatAIJMPStorages[mode]));
+    else
+      PetscCall(
+          PetscSNPrintf(row->name, sizeof(row->name), "aijmp rowsplit f=%.2f", (double)split_factors[mi - nmodes]));
     PetscCall(MatAIJMPSetStorage(P, mode));
     if (mode == MAT_AIJMP_TOLERANCE) PetscCall(MatAIJMPSetTolerance(P, tol));
     if (mode == MAT_AIJMP_ROWSPLIT) {
-      if (mi < nmodes) PetscCall(MatAIJMPSetRowSplit(P, 0.1, 0.99)); /* the defaults */
-      else PetscCall(MatAIJMPSetRowSplit(P, split_factors[mi - nmodes], split_fraction));
+      if (mi < nmodes)
+        PetscCall(MatAIJMPSetRowSplit(P, 0.1, 0.99)); /* the defaults */
+      else
+        PetscCall(MatAIJMPSetRowSplit(P, split_factors[mi - nmodes], split_fraction));
     }
     /* MatAIJMPGetInfo builds the compact copy for the new mode: that is the build time */
     PetscCall(GetInfoTimingBuild(P, comm, &row->info, &row->build_s));
@@ -519,13 +558,14 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
     PetscCall(RelErr(y, yref, refnorm, work, &row->relerr));
     /* a Newton step's change of values: MatScale by 2 and back (powers of two keep every row's format), each
        followed by the rebuild MatAIJMPGetInfo triggers (its AIJMPBuild time); the faster of the two is reported */
-    row->rebuild_s = -1;
+    row->rebuild_s      = -1;
     MatAIJMPInfo before = row->info;
     for (int k = 0; k < 2; k++) {
       MatAIJMPInfo after;
       PetscCall(MatScale(P, k == 0 ? 2.0 : 0.5));
       PetscCall(GetInfoTimingBuild(P, comm, &after, &t));
-      const PetscBool built = after.builds + after.value_builds > before.builds + before.value_builds ? PETSC_TRUE : PETSC_FALSE;
+      const PetscBool built =
+          after.builds + after.value_builds > before.builds + before.value_builds ? PETSC_TRUE : PETSC_FALSE;
       if (built && (row->rebuild_s < 0 || t < row->rebuild_s)) {
         row->rebuild_s          = t;
         row->rebuild_value_only = after.value_builds > before.value_builds ? PETSC_TRUE : PETSC_FALSE;
@@ -538,42 +578,55 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   /* AIJ's real bytes: with inodes its kernel reads one column index per inode (MatAIJMPInfo.aij_bytes knows) */
   if (nruns > 0) rows[0].bytes = rows[2].info.aij_bytes;
   rows[0].ms = rows[0].aij_ms = 1e3 * median(aij_all, nall);
-  rows[0].min_ms               = 1e3 * minimum(aij_all, nall);
+  rows[0].min_ms              = 1e3 * minimum(aij_all, nall);
   if (S) {
     rows[1].ms     = 1e3 * median(sell_all, nall);
     rows[1].min_ms = 1e3 * minimum(sell_all, nall);
     rows[1].aij_ms = rows[0].ms;
   }
 
-  PetscCall(PetscPrintf(comm, "conversion: MatConvert to SELL %.2f s, to aijmp %.2f s (a copy of the AIJ data; compact copies are built per mode, column 'build s')\n",
+  PetscCall(PetscPrintf(comm,
+                        "conversion: MatConvert to SELL %.2f s, to aijmp %.2f s (a copy of the AIJ data; compact "
+                        "copies are built per mode, column 'build s')\n",
                         convert_s[0], convert_s[1]));
-  PetscCall(PetscPrintf(comm, "%-18s %9s %8s %8s %9s %10s %11s %8s %9s %9s\n", "variant", "ms(med)", "GB/s", "%triad", "speedup", "bytes/nnz", "rel.err", "build s",
-                        "AIJ ms", "ms(min)"));
+  PetscCall(PetscPrintf(comm, "%-18s %9s %8s %8s %9s %10s %11s %8s %9s %9s\n", "variant", "ms(med)", "GB/s", "%triad",
+                        "speedup", "bytes/nnz", "rel.err", "build s", "AIJ ms", "ms(min)"));
   for (PetscInt k = 0; k < 2 + nruns; k++) {
-    const Row   *row = &rows[k];
-    char         build[16];
+    const Row *row = &rows[k];
+    char build[16];
     if (k == 1 && !S) continue;
     const double gbs = (row->bytes + vec_bytes) / (row->ms * 1e-3) / 1e9;
-    if (row->build_s >= 0) PetscCall(PetscSNPrintf(build, sizeof(build), "%.2f", row->build_s));
-    else PetscCall(PetscStrcpy(build, "-"));
-    PetscCall(PetscPrintf(comm, "%-18s %9.2f %8.2f %7.1f%% %8.2fx %10.2f %11.3e %8s %9.2f %9.2f\n", row->name, row->ms, gbs, 100.0 * gbs / triad_gbs, row->aij_ms / row->ms,
-                          row->bytes / (double)nnz, row->relerr, build, row->aij_ms, row->min_ms));
+    if (row->build_s >= 0)
+      PetscCall(PetscSNPrintf(build, sizeof(build), "%.2f", row->build_s));
+    else
+      PetscCall(PetscStrcpy(build, "-"));
+    PetscCall(PetscPrintf(comm, "%-18s %9.2f %8.2f %7.1f%% %8.2fx %10.2f %11.3e %8s %9.2f %9.2f\n", row->name, row->ms,
+                          gbs, 100.0 * gbs / triad_gbs, row->aij_ms / row->ms, row->bytes / (double)nnz, row->relerr,
+                          build, row->aij_ms, row->min_ms));
   }
-  PetscCall(PetscPrintf(comm, "build cost in AIJ MatMults (median %.2f ms): first build of the compact copy; rebuild after MatScale\n",
-                        rows[0].ms));
+  PetscCall(PetscPrintf(
+      comm, "build cost in AIJ MatMults (median %.2f ms): first build of the compact copy; rebuild after MatScale\n",
+      rows[0].ms));
   for (PetscInt mi = 0; mi < nruns; mi++) {
     const Row *row = &rows[2 + mi];
-    char       rebuild[64];
+    char rebuild[64];
     if (row->rebuild_s >= 0)
-      PetscCall(PetscSNPrintf(rebuild, sizeof(rebuild), "%s %.3f s = %.1f MatMults", row->rebuild_value_only ? "value-only" : "full (row formats changed)", row->rebuild_s,
+      PetscCall(PetscSNPrintf(rebuild, sizeof(rebuild), "%s %.3f s = %.1f MatMults",
+                              row->rebuild_value_only ? "value-only" : "full (row formats changed)", row->rebuild_s,
                               1e3 * row->rebuild_s / rows[0].ms));
-    else PetscCall(PetscStrcpy(rebuild, "- (no copy: AIJ's kernel)"));
-    PetscCall(PetscPrintf(comm, "  %-16s build %.3f s = %.1f MatMults; rebuild after MatScale: %s\n", row->name + 6, row->build_s, 1e3 * row->build_s / rows[0].ms, rebuild));
+    else
+      PetscCall(PetscStrcpy(rebuild, "- (no copy: AIJ's kernel)"));
+    PetscCall(PetscPrintf(comm, "  %-16s build %.3f s = %.1f MatMults; rebuild after MatScale: %s\n", row->name + 6,
+                          row->build_s, 1e3 * row->build_s / rows[0].ms, rebuild));
     if (row->full_rebuild_s >= 0 && row->touch_s >= 0)
-      PetscCall(PetscPrintf(comm, "  %-16s full build in the old copy's memory %.3f s = %.1f MatMults; fresh memory: touching the copy's %.0f MB takes %.3f s = %.1f MatMults\n", "",
-                            row->full_rebuild_s, 1e3 * row->full_rebuild_s / rows[0].ms, row->info.bytes / 1e6, row->touch_s, 1e3 * row->touch_s / rows[0].ms));
+      PetscCall(PetscPrintf(comm,
+                            "  %-16s full build in the old copy's memory %.3f s = %.1f MatMults; fresh memory: "
+                            "touching the copy's %.0f MB takes %.3f s = %.1f MatMults\n",
+                            "", row->full_rebuild_s, 1e3 * row->full_rebuild_s / rows[0].ms, row->info.bytes / 1e6,
+                            row->touch_s, 1e3 * row->touch_s / rows[0].ms));
   }
-  PetscCall(PetscPrintf(comm, "format mix per mode (rows per storage format, largest relative change of a stored value):\n"));
+  PetscCall(
+      PetscPrintf(comm, "format mix per mode (rows per storage format, largest relative change of a stored value):\n"));
   for (PetscInt mi = 0; mi < nruns; mi++) {
     char mix[512];
     FormatMix(&rows[2 + mi].info, mix, sizeof(mix));
@@ -583,7 +636,8 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   if (have_lossless) {
     PetscInt64 total = 0;
     PetscCall(PetscPrintf(comm, "%s: lossless format histogram (rows):", title));
-    for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) total += lossless_info.rows[f];
+    for (int f = 0; f < PETSCMP_NUM_FORMATS; f++)
+      total += lossless_info.rows[f];
     for (int f = 0; f < PETSCMP_NUM_FORMATS; f++)
       PetscCall(PetscPrintf(comm, " %s %" PetscInt64_FMT " (%.1f%%)", PetscMPFormats[f], lossless_info.rows[f],
                             total ? 100.0 * (double)lossless_info.rows[f] / (double)total : 0.0));
@@ -600,16 +654,113 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
   PetscFunctionReturn(0);
 }
 
+/* ---------------------------------------------------------------------------------------------------------- */
+/* ellmp: the compact values are the only copy                                                                  */
+
+static PetscInt nellmp_modes                 = 4;
+static MatAIJMPStorage ellmp_modes[MAXMODES] = {MAT_AIJMP_LOSSLESS, MAT_AIJMP_FP32, MAT_AIJMP_FP16, MAT_AIJMP_BF16};
+
+/* The process's resident memory, summed over ranks. */
+static PetscErrorCode ResidentBytes(MPI_Comm comm, double *bytes)
+{
+  PetscLogDouble mem;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMemoryGetCurrentUsage(&mem));
+  *bytes = (double)mem;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 1, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode BenchEllmp(const char *title, Mat A, PetscInt reps, double triad_gbs)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)A);
+  MatInfo ainfo;
+  PetscInt M, N;
+  Vec x, y, w;
+  double *ta, *tp, *te, t;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetSize(A, &M, &N));
+  PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &ainfo));
+  const double nnz = ainfo.nz_used, aij_memory = nnz * (8 + sizeof(PetscInt)) + 3.0 * (double)M * sizeof(PetscInt);
+  PetscCall(MatCreateVecs(A, &x, &y));
+  PetscCall(VecDuplicate(y, &w));
+  PetscCall(FillX(x));
+  PetscCall(PetscMalloc3(reps, &ta, reps, &tp, reps, &te));
+  PetscCall(PetscPrintf(
+      comm, "\n=== ellmp, %s: %.0f nonzeros; AIJ holds %.2f bytes per nonzero (values, columns, 3 row arrays) ===\n",
+      title, nnz, aij_memory / nnz));
+  PetscCall(PetscPrintf(
+      comm,
+      "Per mode: MatConvert(AIJ, ellmp) timed ('build', in AIJ MatMults), its memory (MatGetInfo; 'RSS' = growth of "
+      "the\n"
+      "  processes' resident memory over the conversion), then %" PetscInt_FMT
+      " rounds of {AIJ, aijmp (compact kernel), ellmp} in\n"
+      "  rotating order; medians. Bytes moved: ellmp's MatGetInfo bytes are close to what a product reads.\n",
+      reps));
+  PetscCall(PetscPrintf(comm, "%-10s %9s %9s %9s %8s %8s %7s %9s %9s %9s %9s\n", "mode", "AIJ ms", "aijmp ms",
+                        "ellmp ms", "vs AIJ", "vs aijmp", "%triad", "B/nnz", "RSS B/nnz", "build", "rel.err"));
+  for (PetscInt mi = 0; mi < nellmp_modes; mi++) {
+    const char *name = MatAIJMPStorages[ellmp_modes[mi]];
+    Mat E, P;
+    MatInfo einfo;
+    double rss0, rss1, build_s;
+    PetscCall(PetscOptionsSetValue(NULL, "-mat_ellmp_storage", name));
+    PetscCall(ResidentBytes(comm, &rss0));
+    PetscCallMPI(MPI_Barrier(comm));
+    t = MPI_Wtime();
+    PetscCall(MatConvert(A, MATELLMP, MAT_INITIAL_MATRIX, &E));
+    PetscCallMPI(MPI_Barrier(comm));
+    build_s = MPI_Wtime() - t;
+    PetscCall(ResidentBytes(comm, &rss1));
+    PetscCall(MatGetInfo(E, MAT_GLOBAL_SUM, &einfo));
+    PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &P));
+    PetscCall(MatAIJMPSetKernel(P, MAT_AIJMP_KERNEL_COMPACT));
+    PetscCall(MatAIJMPSetStorage(P, ellmp_modes[mi]));
+    PetscCall(MatMult(P, x, y)); /* builds aijmp's copy; warm-up */
+    PetscCall(MatMult(E, x, y));
+    for (PetscInt r = 0; r < reps; r++)
+      for (int s = 0; s < 3; s++) {
+        const int v = (int)((s + r) % 3);
+        PetscCall(TimeMult(v == 0 ? A : v == 1 ? P : E, x, v == 2 ? y : w, &t));
+        (v == 0 ? ta : v == 1 ? tp : te)[r] = t;
+      }
+    PetscReal refnorm;
+    double err;
+    PetscCall(MatMult(A, x, w));
+    PetscCall(VecNorm(w, NORM_2, &refnorm));
+    PetscCall(MatMult(E, x, y));
+    Vec d;
+    PetscCall(VecDuplicate(y, &d));
+    PetscCall(RelErr(y, w, refnorm, d, &err));
+    PetscCall(VecDestroy(&d));
+    const double ma = 1e3 * median(ta, reps), mp = 1e3 * median(tp, reps), me = 1e3 * median(te, reps);
+    const double gbs = (einfo.memory + 8.0 * ((double)M + (double)N)) / (me * 1e-3) / 1e9;
+    PetscCall(PetscPrintf(comm, "%-10s %9.2f %9.2f %9.2f %7.2fx %7.2fx %6.1f%% %9.2f %9.2f %9.1f %9.2e\n", name, ma, mp,
+                          me, ma / me, mp / me, 100.0 * gbs / triad_gbs, einfo.memory / nnz, (rss1 - rss0) / nnz,
+                          1e3 * build_s / ma, err));
+    PetscCall(MatDestroy(&E));
+    PetscCall(MatDestroy(&P));
+  }
+  PetscCall(PetscOptionsClearValue(NULL, "-mat_ellmp_storage"));
+  PetscCall(PetscFree3(ta, tp, te));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&w));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
-  PetscInt    n7 = 260, n27 = 167, nfem = 77, reps = 7, stream_mib = 512, stream_reps = 5, seed = 4242;
-  PetscReal   tol = 1e-3;
-  PetscBool   use_sell = PETSC_TRUE, has_file;
-  char        file[PETSC_MAX_PATH_LEN];
+  PetscInt n7 = 260, n27 = 167, nfem = 77, reps = 7, stream_mib = 512, stream_reps = 5, seed = 4242;
+  PetscReal tol      = 1e-3;
+  PetscBool use_sell = PETSC_TRUE, has_file, ellmp = PETSC_FALSE, table = PETSC_TRUE;
+  char file[PETSC_MAX_PATH_LEN];
   PetscMPIInt size;
-  double      triad_gbs = 0, t;
-  PetscInt64  triad_elems = 0;
-  Mat         A;
+  double triad_gbs       = 0, t;
+  PetscInt64 triad_elems = 0;
+  Mat A;
   const char *omp;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -627,8 +778,10 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-sell", &use_sell, NULL));
   PetscCall(PetscOptionsGetEnum(NULL, NULL, "-kernel", MatAIJMPKernels, (PetscEnum *)&kernel, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-f", file, sizeof(file), &has_file));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-ellmp", &ellmp, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-table", &table, NULL));
   {
-    PetscInt  n = MAXMODES;
+    PetscInt n = MAXMODES;
     PetscBool set;
     PetscCall(PetscOptionsGetEnumArray(NULL, NULL, "-modes", MatAIJMPStorages, (PetscEnum *)modes, &n, &set));
     if (set) nmodes = n;
@@ -640,44 +793,61 @@ int main(int argc, char **argv)
         if (split_factors[k] > 0) split_factors[nsplits++] = split_factors[k];
     }
     PetscCall(PetscOptionsGetReal(NULL, NULL, "-rowsplit_fraction", &split_fraction, NULL));
+    n = MAXMODES;
+    PetscCall(
+        PetscOptionsGetEnumArray(NULL, NULL, "-ellmp_modes", MatAIJMPStorages, (PetscEnum *)ellmp_modes, &n, &set));
+    if (set) nellmp_modes = n;
   }
-  PetscCheck(reps >= 1 && stream_reps >= 1 && stream_mib >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps, -stream_reps and -stream_mib must be positive");
+  PetscCheck(reps >= 1 && stream_reps >= 1 && stream_mib >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE,
+             "-reps, -stream_reps and -stream_mib must be positive");
 
   omp = getenv("OMP_NUM_THREADS");
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "petscmp MatMult benchmark: %d MPI rank(s), sizeof(PetscInt) = %d, OMP_NUM_THREADS %s (aijmp threads per rank: %s)\n", size,
-                        (int)sizeof(PetscInt), omp ? omp : "unset", omp ? "OMP_NUM_THREADS" : "1"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                        "petscmp MatMult benchmark: %d MPI rank(s), sizeof(PetscInt) = %d, OMP_NUM_THREADS %s (aijmp "
+                        "threads per rank: %s)\n",
+                        size, (int)sizeof(PetscInt), omp ? omp : "unset", omp ? "OMP_NUM_THREADS" : "1"));
 
   PetscCall(PrintCpu(PETSC_COMM_WORLD));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "aijmp kernel: %s%s\n", MatAIJMPKernels[kernel],
-                        kernel == MAT_AIJMP_KERNEL_COMPACT ? " (rows time the compact kernels; -kernel auto for the default)" : ""));
+  PetscCall(PetscPrintf(
+      PETSC_COMM_WORLD, "aijmp kernel: %s%s\n", MatAIJMPKernels[kernel],
+      kernel == MAT_AIJMP_KERNEL_COMPACT ? " (rows time the compact kernels; -kernel auto for the default)" : ""));
   PetscCall(StreamTriad(PETSC_COMM_WORLD, stream_mib, stream_reps, &triad_gbs, &triad_elems));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                        "STREAM triad a[i] = b[i] + s*c[i]: 3 arrays of %" PetscInt_FMT " MiB (%.2f GB in all) split among the %d rank(s), all at once, best of %" PetscInt_FMT ":\n"
-                        "  %.2f GB/s aggregate, counting 24 bytes per element (read b, read c, write a). The write-allocate read of a[]\n"
-                        "  is not counted, so the memory system really moved up to 4/3 of that (32 bytes per element).\n",
-                        stream_mib, 3.0 * 8.0 * (double)triad_elems / 1e9, size, stream_reps, triad_gbs));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                        "MatMult y = A x, fp64 arithmetic in every variant. Each aijmp mode is a block: set the mode, build its compact copy\n"
-                        "  (timed: 'build s'), one untimed product, then %" PetscInt_FMT " rounds of {AIJ, SELL, the mode} in rotating order, each product\n"
-                        "  timed alone between MPI_Barriers. 'ms(med)' is the median; 'speedup' = median(AIJ) / median(variant) from the\n"
-                        "  same block ('AIJ ms'); the AIJ and SELL rows pool their samples of all blocks. 'ms(min)': the fastest\n"
-                        "  sample (noise shows as a median far above it). After the rounds, MatScale by 2 and by 1/2 each trigger a\n"
-                        "  rebuild, timed (the faster is reported): value-only (layout and indices kept) when every row keeps its format,\n"
-                        "  else full, in the memory of the old copy. Both builds in AIJ MatMults (median of all AIJ samples).\n"
-                        "  Then the first build is split in two: a full build of the same layout in the old copy's memory (the fastest\n"
-                        "  of 3, the layout forced with MatAIJMPSetLayout and set back, which makes the copy stale), and the machine's\n"
-                        "  price of fresh memory for as\n"
-                        "  many bytes (a new 2 MiB-aligned allocation touched once per 4 KiB page). Every build time is the time of\n"
-                        "  the AIJMPBuild event (slowest rank), not of the MatAIJMPGetInfo call that triggers it.\n"
-                        "Bytes a product must move (values + indices of the matrix, plus x and y once, 8*(rows+cols)):\n"
-                        "  AIJ:   MatAIJMPInfo.aij_bytes + 8*(rows+cols): nnz*(8+sizeof(PetscInt)) + (rows+1)*sizeof(PetscInt), or with\n"
-                        "         inodes (PETSc's inode kernel) 8*nnz + sizeof(PetscInt)*(columns of each inode + inodes + 1)\n"
-                        "  SELL:  nz_used*(8+sizeof(PetscInt)) from MatGetInfo (slices of 8 rows, padding included) + slice pointers + 8*(rows+cols)\n"
-                        "  aijmp: MatAIJMPInfo.bytes (compact values + the indices it reads) + 8*(rows+cols)\n"
-                        "  GB/s = bytes / median time; %%triad = GB/s / STREAM triad; bytes/nnz = matrix bytes (no x, y) / nnz;\n"
-                        "  rel.err = ||y - y_aij||_2 / ||y_aij||_2 against the AIJ product. With MPI the x halo exchange and the off-diagonal\n"
-                        "  block's row pointers are not counted.\n",
-                        reps));
+  PetscCall(PetscPrintf(
+      PETSC_COMM_WORLD,
+      "STREAM triad a[i] = b[i] + s*c[i]: 3 arrays of %" PetscInt_FMT
+      " MiB (%.2f GB in all) split among the %d rank(s), all at once, best of %" PetscInt_FMT ":\n"
+      "  %.2f GB/s aggregate, counting 24 bytes per element (read b, read c, write a). The write-allocate read of a[]\n"
+      "  is not counted, so the memory system really moved up to 4/3 of that (32 bytes per element).\n",
+      stream_mib, 3.0 * 8.0 * (double)triad_elems / 1e9, size, stream_reps, triad_gbs));
+  PetscCall(PetscPrintf(
+      PETSC_COMM_WORLD,
+      "MatMult y = A x, fp64 arithmetic in every variant. Each aijmp mode is a block: set the mode, build its compact "
+      "copy\n"
+      "  (timed: 'build s'), one untimed product, then %" PetscInt_FMT
+      " rounds of {AIJ, SELL, the mode} in rotating order, each product\n"
+      "  timed alone between MPI_Barriers. 'ms(med)' is the median; 'speedup' = median(AIJ) / median(variant) from "
+      "the\n"
+      "  same block ('AIJ ms'); the AIJ and SELL rows pool their samples of all blocks. 'ms(min)': the fastest\n"
+      "  sample (noise shows as a median far above it). After the rounds, MatScale by 2 and by 1/2 each trigger a\n"
+      "  rebuild, timed (the faster is reported): value-only (layout and indices kept) when every row keeps its "
+      "format,\n"
+      "  else full, in the memory of the old copy. Both builds in AIJ MatMults (median of all AIJ samples).\n"
+      "  Then the first build is split in two: a full build of the same layout in the old copy's memory (the fastest\n"
+      "  of 3, the layout forced with MatAIJMPSetLayout and set back, which makes the copy stale), and the machine's\n"
+      "  price of fresh memory for as\n"
+      "  many bytes (a new 2 MiB-aligned allocation touched once per 4 KiB page). Every build time is the time of\n"
+      "  the AIJMPBuild event (slowest rank), not of the MatAIJMPGetInfo call that triggers it.\n"
+      "Bytes a product must move (values + indices of the matrix, plus x and y once, 8*(rows+cols)):\n"
+      "  AIJ:   MatAIJMPInfo.aij_bytes + 8*(rows+cols): nnz*(8+sizeof(PetscInt)) + (rows+1)*sizeof(PetscInt), or with\n"
+      "         inodes (PETSc's inode kernel) 8*nnz + sizeof(PetscInt)*(columns of each inode + inodes + 1)\n"
+      "  SELL:  nz_used*(8+sizeof(PetscInt)) from MatGetInfo (slices of 8 rows, padding included) + slice pointers + "
+      "8*(rows+cols)\n"
+      "  aijmp: MatAIJMPInfo.bytes (compact values + the indices it reads) + 8*(rows+cols)\n"
+      "  GB/s = bytes / median time; %%triad = GB/s / STREAM triad; bytes/nnz = matrix bytes (no x, y) / nnz;\n"
+      "  rel.err = ||y - y_aij||_2 / ||y_aij||_2 against the AIJ product. With MPI the x halo exchange and the "
+      "off-diagonal\n"
+      "  block's row pointers are not counted.\n",
+      reps));
 
   if (n7 > 0) {
     char title[64];
@@ -686,7 +856,8 @@ int main(int argc, char **argv)
     PetscCall(BuildStencil(PETSC_COMM_WORLD, n7, PETSC_FALSE, seed, &A));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 7-point Laplacian in %.1f s\n", MPI_Wtime() - t));
     PetscCall(PetscSNPrintf(title, sizeof(title), "7-point Laplacian %" PetscInt_FMT "^3", n7));
-    PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   if (n27 > 0) {
@@ -696,7 +867,8 @@ int main(int argc, char **argv)
     PetscCall(BuildStencil(PETSC_COMM_WORLD, n27, PETSC_TRUE, seed, &A));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 27-point random operator in %.1f s\n", MPI_Wtime() - t));
     PetscCall(PetscSNPrintf(title, sizeof(title), "27-point random %" PetscInt_FMT "^3", n27));
-    PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   if (nfem > 0) {
@@ -705,20 +877,23 @@ int main(int argc, char **argv)
     t = MPI_Wtime();
     PetscCall(BuildFEM(PETSC_COMM_WORLD, nfem, seed, &A));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 3-dof FEM-like operator in %.1f s\n", MPI_Wtime() - t));
-    PetscCall(PetscSNPrintf(title, sizeof(title), "FEM-like bs 3, 27 nodes per row, fp64 values, %" PetscInt_FMT "^3 nodes", nfem));
-    PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    PetscCall(PetscSNPrintf(title, sizeof(title),
+                            "FEM-like bs 3, 27 nodes per row, fp64 values, %" PetscInt_FMT "^3 nodes", nfem));
+    if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   if (has_file) {
     PetscViewer viewer;
-    char        title[PETSC_MAX_PATH_LEN + 8];
+    char title[PETSC_MAX_PATH_LEN + 8];
     PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_READ, &viewer));
     PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
     PetscCall(MatSetType(A, MATAIJ));
     PetscCall(MatLoad(A, viewer));
     PetscCall(PetscViewerDestroy(&viewer));
     PetscCall(PetscSNPrintf(title, sizeof(title), "file %s", file));
-    PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+    if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   PetscCall(PetscFinalize());
