@@ -146,7 +146,7 @@ template <typename Index> void read_compact_csr(const CompactCsr &c, const Index
     for (std::int64_t i = 0; i < c.nrows; ++i) {
       std::int64_t at = rowptr[i];
       for_each_split_entry(c, i, [&](std::int64_t col, double v) {
-        cols[at] = static_cast<Index>(col);
+        if (cols) cols[at] = static_cast<Index>(col);
         if (vals) vals[at] = v;
         ++at;
       });
@@ -158,7 +158,7 @@ template <typename Index> void read_compact_csr(const CompactCsr &c, const Index
       for (std::int64_t k = 0; k < b.row_count(); ++k) {
         std::int64_t at = rowptr[b.row(k)];
         for_each_entry(b, k, [&](std::int64_t col, std::int64_t vi) {
-          cols[at] = static_cast<Index>(col);
+          if (cols) cols[at] = static_cast<Index>(col);
           if (vals) vals[at] = value(vi);
           ++at;
         });

@@ -25,8 +25,11 @@ struct SeqELLMP {
   PetscInt cached_row = -1;                             // the row the buffers hold (MatGetValues)
   std::vector<std::pair<MatOption, PetscBool>> options; // MatSetOption calls, given to each assembly matrix
   PetscInt64 full_builds = 0, value_builds = 0;
+  std::vector<PetscInt> rowij_i, rowij_j; // MatGetRowIJ's arrays, held until MatRestoreRowIJ
   std::vector<PetscScalar> block_inverse; // MatInvertBlockDiagonal's result, owned by the matrix
-  PetscInt inodes = 0, inode_limit = 0;   // SeqAIJ's inodes at the last build (its summation order, kept)
+  PetscInt inodes = 0, inode_limit = 0;
+  std::vector<PetscInt> inode_sizes; // (MatInodeGetInodeSizes, orderings)   // SeqAIJ's inodes at the last build (its
+                                     // summation order, kept)
   double aij_bytes = 0; // bytes SeqAIJ's product would read (its inode kernel where it finds inodes), at the last build
 };
 
@@ -39,8 +42,52 @@ PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c);
 // Makes c, built from the assembled SeqAIJ block aij, B's matrix, and B assembled.
 PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool value_only, bool same_pattern);
 const CompactCsr *SeqELLMPCompact(Mat B);
+// A new assembled SeqAIJ matrix holding B's stored values (exactly).
+PetscErrorCode SeqELLMPToAIJ(Mat B, Mat *aij);
+// Rewrites the values of aij, an AIJ copy of B with B's pattern, with B's stored values.
+PetscErrorCode SeqELLMPRefreshAIJ(Mat B, Mat aij);
+// MatGetFactor for seqellmp and MATSOLVERPETSC: PETSc's SeqAIJ factor, whose symbolic and numeric factorizations are
+// given an AIJ copy of the matrix (ellmp_factor.cxx).
+PetscErrorCode MatGetFactor_SeqELLMP_PETSc(Mat A, MatFactorType ftype, Mat *F);
 // Adds B's copy to info (formats, bytes with AIJ's inode-aware bytes, builds) and gives its inode count.
 PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, PetscInt *inode_limit);
+
+// fn(M) on a temporary AIJ copy M of A made by make_copy (to_aij, to_mpiaij): the operations ellmp leaves to AIJ
+// (submatrices, overlaps, orderings).
+template <typename Fn> PetscErrorCode WithAIJCopy(Mat A, PetscErrorCode (*make_copy)(Mat, Mat *), Fn &&fn)
+{
+  Mat M;
+
+  PetscFunctionBegin;
+  PetscCall(make_copy(A, &M));
+  PetscCall(fn(M));
+  PetscCall(MatDestroy(&M));
+  PetscFunctionReturn(0);
+}
+
+// The operations ellmp leaves to AIJ, on a temporary copy made by Copy (to_aij, to_mpiaij): submatrices (their
+// results are AIJ, for the sub-solvers of bjacobi and asm) and overlaps.
+template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
+  static PetscErrorCode createsubmatrices(Mat A, PetscInt n, const IS irow[], const IS icol[], MatReuse scall,
+                                          Mat *submat[])
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatCreateSubMatrices(M, n, irow, icol, scall, submat); });
+  }
+  static PetscErrorCode createsubmatrix(Mat A, IS isrow, IS iscol, MatReuse scall, Mat *sub)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatCreateSubMatrix(M, isrow, iscol, scall, sub); });
+  }
+  static PetscErrorCode increaseoverlap(Mat A, PetscInt n, IS is[], PetscInt ov)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatIncreaseOverlap(M, n, is, ov); });
+  }
+  static void install(MatOps o)
+  {
+    o->createsubmatrices = createsubmatrices;
+    o->createsubmatrix   = createsubmatrix;
+    o->increaseoverlap   = increaseoverlap;
+  }
+};
 
 } // namespace petscmp
 

@@ -681,6 +681,9 @@ PetscErrorCode MatCopy_MPIELLMP(Mat A, Mat B, MatStructure str)
   PetscFunctionReturn(0);
 }
 
+// ---- operations through a temporary MPIAIJ copy (asm, fieldsplit, redistribution) ----
+
+// The submatrices are AIJ (the sub-solvers of asm factor them).
 // ---- changes of values ---------------------------------------------------------
 
 PetscErrorCode MatZeroEntries_MPIELLMP(Mat A)
@@ -926,6 +929,7 @@ void set_operations(MatOps o)
   o->view                        = MatView_MPIELLMP;
   o->load                        = MatLoad_MPIELLMP;
   o->destroy                     = MatDestroy_MPIELLMP;
+  OpsThroughAIJ<to_mpiaij>::install(o);
 }
 
 } // namespace

@@ -154,6 +154,7 @@ PetscErrorCode install_compact(Mat A, Mat aij, std::unique_ptr<CompactCsr> c, bo
   d->aij_bytes = inodes ? bytes : d->compact->stats.aij_bytes();
   PetscCall(MatInodeGetInodeSizes(aij, &d->inodes, &sizes, &d->inode_limit));
   if (!sizes) d->inodes = 0;
+  PetscCall(guarded([&] { d->inode_sizes.assign(sizes, sizes + d->inodes); }));
   if (!same_pattern) A->nonzerostate++;
   forget_rows(d);
   PetscFunctionReturn(0);
@@ -573,6 +574,62 @@ PetscErrorCode MatConvert_SeqAIJ_SeqELLMP(Mat A, MatType, MatReuse reuse, Mat *n
   PetscFunctionReturn(0);
 }
 
+// ---- operations through a temporary AIJ copy (orderings, submatrices for bjacobi/asm) --
+
+// AIJ's graph of the matrix (inode-compressed when asked, as AIJ's): an ordering of the compressed graph is then
+// expanded by MatInodeAdjustForInodes (below), so orderings and factors are AIJ's.
+PetscErrorCode MatGetRowIJ_SeqELLMP(Mat A, PetscInt shift, PetscBool symmetric, PetscBool inodecompressed, PetscInt *n,
+                                    const PetscInt *ia[], const PetscInt *ja[], PetscBool *done)
+{
+  SeqELLMP *d = data_of(A);
+  Mat aij;
+  const PetscInt *i, *j;
+  PetscInt rows;
+
+  PetscFunctionBegin;
+  PetscCall(to_aij(A, &aij));
+  PetscCall(MatGetRowIJ(aij, shift, symmetric, inodecompressed, &rows, &i, &j, done));
+  PetscCheck(*done, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: AIJ gave no graph");
+  d->rowij_i.assign(i, i + rows + 1);
+  d->rowij_j.assign(j, j + (i[rows] - shift));
+  PetscCall(MatRestoreRowIJ(aij, shift, symmetric, inodecompressed, &rows, &i, &j, done));
+  PetscCall(MatDestroy(&aij));
+  *n = static_cast<PetscInt>(d->rowij_i.size()) - 1;
+  if (ia) *ia = d->rowij_i.data();
+  if (ja) *ja = d->rowij_j.data();
+  *done = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatInodeAdjustForInodes_SeqELLMP(Mat A, IS *rperm, IS *cperm)
+{
+  return WithAIJCopy(A, to_aij, [&](Mat M) { return MatInodeAdjustForInodes(M, rperm, cperm); });
+}
+
+PetscErrorCode MatInodeGetInodeSizes_SeqELLMP(Mat A, PetscInt *count, PetscInt *sizes[], PetscInt *limit)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (count) *count = d->inodes;
+  if (sizes) *sizes = d->inodes ? d->inode_sizes.data() : nullptr;
+  if (limit) *limit = d->inode_limit;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatRestoreRowIJ_SeqELLMP(Mat A, PetscInt, PetscBool, PetscBool, PetscInt *, const PetscInt *ia[],
+                                        const PetscInt *ja[], PetscBool *done)
+{
+  PetscFunctionBegin;
+  data_of(A)->rowij_i = std::vector<PetscInt>();
+  data_of(A)->rowij_j = std::vector<PetscInt>();
+  if (ia) *ia = nullptr;
+  if (ja) *ja = nullptr;
+  if (done) *done = PETSC_TRUE;
+  PetscFunctionReturn(0);
+}
+
+// The submatrices are AIJ (the sub-solvers of bjacobi/asm factor them).
 // ---- changes of values ---------------------------------------------------------
 
 PetscErrorCode MatZeroEntries_SeqELLMP(Mat A)
@@ -769,6 +826,9 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_ellmp_C", on ? MatConvert_SeqAIJ_SeqELLMP : nullptr));
   PetscCall(
       PetscObjectComposeFunction(o, "MatSeqAIJSetPreallocation_C", on ? MatSeqAIJSetPreallocation_SeqELLMP : nullptr));
+  PetscCall(
+      PetscObjectComposeFunction(o, "MatInodeAdjustForInodes_C", on ? MatInodeAdjustForInodes_SeqELLMP : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatInodeGetInodeSizes_C", on ? MatInodeGetInodeSizes_SeqELLMP : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatSeqAIJSetPreallocationCSR_C",
                                        on ? MatSeqAIJSetPreallocationCSR_SeqELLMP : nullptr));
   PetscFunctionReturn(0);
@@ -819,6 +879,9 @@ void set_operations(MatOps o)
   o->view                        = MatView_SeqELLMP;
   o->load                        = MatLoad_SeqELLMP;
   o->destroy                     = MatDestroy_SeqELLMP;
+  o->getrowij                    = MatGetRowIJ_SeqELLMP;
+  o->restorerowij                = MatRestoreRowIJ_SeqELLMP;
+  OpsThroughAIJ<to_aij>::install(o);
 }
 
 } // namespace
@@ -854,6 +917,28 @@ PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool
   B->preallocated = PETSC_TRUE;
   PetscCall(MatAssemblyBegin(B, MAT_FINAL_ASSEMBLY)); // nothing to assemble: marks it assembled
   PetscCall(MatAssemblyEnd(B, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqELLMPToAIJ(Mat A, Mat *aij)
+{
+  return to_aij(A, aij);
+}
+
+PetscErrorCode SeqELLMPRefreshAIJ(Mat A, Mat aij)
+{
+  const PetscInt *i, *j;
+  PetscScalar *a;
+  PetscMemType mtype;
+  const CompactCsr *c = data_of(A)->compact.get();
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJGetCSRAndMemType(aij, &i, &j, &a, &mtype));
+  PetscCheck(c && c->nrows == aij->rmap->n && c->stats.nnz == i[aij->rmap->n], PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
+             "petscmp: the AIJ copy no longer has the matrix's pattern");
+  PetscCall(MatSeqAIJGetArrayWrite(aij, &a));
+  PetscCall(guarded([&] { read_compact_csr<PetscInt>(*c, i, nullptr, a); }));
+  PetscCall(MatSeqAIJRestoreArrayWrite(aij, &a));
   PetscFunctionReturn(0);
 }
 

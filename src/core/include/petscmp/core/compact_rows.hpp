@@ -42,7 +42,7 @@ void read_compact_row(const CompactCsr &c, const CompactRowMap &map, std::int64_
 // The entries of every row: lengths[row] for each of c.nrows rows.
 template <typename Index> void compact_row_lengths(const CompactCsr &c, Index *lengths);
 // The whole matrix in CSR order: rowptr from compact_row_lengths (prefix sums),
-// cols and vals filled (nnz entries each). vals may be null (the pattern only).
+// cols and vals filled (nnz entries each). Either may be null (the values or the pattern only).
 template <typename Index> void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals);
 
 // Whether the copy stores exactly csr's pattern (row lengths and columns; the
