@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: (1) the same unmodified PETSc program (tutorials/ex1.c, 3D Poisson with
-# CG + Jacobi) run with PETSc's AIJ and with petscmp's aijmp loaded by
-# -dll_append, serial and on 2 ranks; iterations, true residual and MatMult time.
+# CG + Jacobi) run with PETSc's AIJ and with petscmp's aijmp and ellmp loaded by
+# -dll_append, serial and on 2 ranks; iterations, true residual, MatMult time and
+# the matrix's memory.
 # (2) 3D elasticity (tutorials/ex2) with PETSc's PCVPBJACOBI and with apbjacobi.
 set -euo pipefail
 build=${1:-build}
@@ -22,7 +23,13 @@ for np in 1 2; do
   run "$np" "PETSc AIJ"             -dm_mat_type aij
   run "$np" "aijmp lossless"        -dll_append "$lib" -dm_mat_type aijmp
   run "$np" "aijmp fp32 (lossy)"    -dll_append "$lib" -dm_mat_type aijmp -mat_aijmp_storage fp32
+  run "$np" "ellmp lossless"        -dll_append "$lib" -dm_mat_type ellmp
+  run "$np" "ellmp fp32 (lossy)"    -dll_append "$lib" -dm_mat_type ellmp -mat_ellmp_storage fp32
 done
+echo
+echo "matrix_MB: the processes' memory growth for the matrix (creation, assembly, two products). aijmp keeps AIJ's"
+echo "values and adds its compact copy; ellmp stores the compact values only (lossless here: fp16, these values are"
+echo "exact in it)."
 echo
 echo "Lossless aijmp stores these values (6, -1) exactly in fp16: same iterations, same residual"
 echo "bit for bit, fewer bytes per MatMult. What aijmp stored:"

@@ -44,6 +44,7 @@ int main(int argc, char **argv)
   PetscLogEvent      mult_event;
   PetscEventPerfInfo perf;
   MatType            type;
+  PetscLogDouble     mem[2];
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscLogDefaultBegin()); /* to report the MatMult time */
@@ -51,14 +52,21 @@ int main(int argc, char **argv)
   PetscCall(DMDACreate3d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_STAR, n, n, n, PETSC_DECIDE, PETSC_DECIDE, PETSC_DECIDE, 1, 1, NULL, NULL, NULL, &da));
   PetscCall(DMSetFromOptions(da));
   PetscCall(DMSetUp(da));
-  PetscCall(DMCreateMatrix(da, &A));
-  PetscCall(AssembleLaplacian(da, A));
   PetscCall(DMCreateGlobalVector(da, &x));
   PetscCall(VecDuplicate(x, &b));
   PetscCall(VecDuplicate(x, &u));
   PetscCall(VecDuplicate(x, &r));
   PetscCall(VecSetRandom(u, NULL));
+  /* the matrix's memory: the growth of the processes' resident memory over its creation, assembly and first
+     two products (a type may make its product's data at a first product) */
+  PetscCall(PetscMemoryGetCurrentUsage(&mem[0]));
+  PetscCall(DMCreateMatrix(da, &A));
+  PetscCall(AssembleLaplacian(da, A));
+  PetscCall(MatMult(A, u, b));
   PetscCall(MatMult(A, u, b)); /* right-hand side of a known solution */
+  PetscCall(PetscMemoryGetCurrentUsage(&mem[1]));
+  mem[1] -= mem[0];
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &mem[1], 1, MPIU_PETSCLOGDOUBLE, MPI_SUM, PETSC_COMM_WORLD));
 
   PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
   PetscCall(KSPSetOperators(ksp, A, A));
@@ -76,7 +84,7 @@ int main(int argc, char **argv)
   PetscCall(MatGetType(A, &type));
   PetscCall(PetscLogEventGetId("MatMult", &mult_event));
   PetscCall(PetscLogEventGetPerfInfo(PETSC_DETERMINE, mult_event, &perf));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mat_type %s  iterations %" PetscInt_FMT "  true_residual %.6e  relative %.3e  MatMult_calls %d  MatMult_seconds %.4f\n", type, its, (double)rnorm, (double)(rnorm / bnorm), perf.count, perf.time));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "mat_type %s  iterations %" PetscInt_FMT "  true_residual %.6e  relative %.3e  MatMult_calls %d  MatMult_seconds %.4f  matrix_MB %.1f\n", type, its, (double)rnorm, (double)(rnorm / bnorm), perf.count, perf.time, (double)mem[1] / 1e6));
 
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));

@@ -3,7 +3,8 @@
 # libpetsc3.18-dev-examples) on its KSP and SNES tutorials, run three times:
 #   base      without the plugin,
 #   lossless  with -dll_append libpetscmp.so -mat_type aijmp -dm_mat_type aijmp,
-#   fp32      the same with -mat_aijmp_storage fp32.
+#   fp32      the same with -mat_aijmp_storage fp32,
+#   ellmp     with -mat_type ellmp -dm_mat_type ellmp (lossless; only on request).
 # compare.py then counts, for every test that passes in the base run, whether
 # the lossless run printed identical solver figures, and whether the fp32 run
 # ended without a crash or a PETSc error.
@@ -83,6 +84,7 @@ for p in $passes; do
     base) run_pass base "" ;;
     lossless) run_pass lossless "$plugin" ;;
     fp32) run_pass fp32 "$plugin -mat_aijmp_storage fp32" ;;
+    ellmp) run_pass ellmp "-dll_append $lib -mat_type ellmp -dm_mat_type ellmp" ;;
     *) echo "check-petsc: unknown pass $p" >&2; exit 2 ;;
   esac
 done

@@ -163,17 +163,34 @@ def first_difference(a, b):
     return "?"
 
 
-def lossless_failures(work, labels):
-    """label -> why the lossless run does not count as identical."""
-    tap = read_tap(os.path.join(work, "pass-lossless", "tap.log"))
+def lossless_failures(work, labels, pass_name="lossless"):
+    """label -> why the lossless run (aijmp's, or ellmp's) does not count as identical."""
+    tap = read_tap(os.path.join(work, "pass-" + pass_name, "tap.log"))
     failures = {}
     for label in labels:
         if not ran_clean(tap, label):
             failures[label] = "error: " + run_failure(tap, label)
-        elif outputs(work, "lossless", label) != outputs(work, "base", label):
+        elif outputs(work, pass_name, label) != outputs(work, "base", label):
             failures[label] = "figures differ: " + first_difference(outputs(work, "base", label),
-                                                                   outputs(work, "lossless", label))
+                                                                   outputs(work, pass_name, label))
     return failures
+
+
+UNSUPPORTED = re.compile(r"No method (\w+) for Mat of type (seq|mpi)ellmp|"
+                         r"Could not locate a solver type for factorization type \w+ and matrix type (seq|mpi)ellmp|"
+                         r"(seq|mpi)ellmp does not support|Matrix type (seq|mpi)ellmp does not")
+
+
+def unsupported_operation(work, pass_name, label):
+    """The operation ellmp does not provide that stopped the run with a PETSc error, or None (a crash, another error)."""
+    d = os.path.join(work, "pass-" + pass_name, "outputs", label)
+    if not os.path.isdir(d):
+        return None
+    for name in sorted(os.listdir(d)):
+        m = UNSUPPORTED.search(open(os.path.join(d, name), errors="replace").read())
+        if m:
+            return m.group(0)
+    return None
 
 
 def fp32_failures(work, labels):
@@ -220,8 +237,9 @@ def cmd_suspects(a):
     """The counted tests that fail the lossless or the fp32 check (whichever passes exist)."""
     _, _, counted = counted_tests(a.work)
     suspects = set()
-    if os.path.exists(os.path.join(a.work, "pass-lossless", "tap.log")):
-        suspects |= set(lossless_failures(a.work, counted))
+    for pass_name in ("lossless", "ellmp"):
+        if os.path.exists(os.path.join(a.work, "pass-" + pass_name, "tap.log")):
+            suspects |= set(lossless_failures(a.work, counted, pass_name))
     if os.path.exists(os.path.join(a.work, "pass-fp32", "tap.log")):
         suspects |= set(fp32_failures(a.work, counted))
     with open(a.out, "w") as f:
@@ -269,6 +287,26 @@ def cmd_report(a):
             print(f"  PETSc limitation (AIJPERM fails too) {label}: {why}")
         for label, why in sorted(lost.items()):
             print(f"  LOST {label}: {why}")
+        bad += len(lost)
+    if os.path.exists(os.path.join(w, "pass-ellmp", "tap.log")):
+        # ellmp (no fp64 copy, lossless): identical figures wherever it runs; an operation it does not provide
+        # stops the run with PETSc's error naming it (counted apart); a crash or other figures are lost
+        failures = lossless_failures(w, counted, "ellmp")
+        excused = {l: not_comparable(w, l) for l in failures}
+        excused = {l: why for l, why in excused.items() if why and why != "?"}
+        lost = {l: why for l, why in failures.items() if l not in excused}
+        unsupported = {l: unsupported_operation(w, "ellmp", l) for l, why in lost.items() if why.startswith("error")}
+        unsupported = {l: op for l, op in unsupported.items() if op}
+        lost = {l: why for l, why in lost.items() if l not in unsupported}
+        print(f"ellmp: {len(counted) - len(failures)} identical, {len(lost)} lost, {len(unsupported)} stopped by an "
+              f"operation ellmp does not provide (PETSc's error names it), {len(excused)} not comparable (not counted)")
+        ops = {}
+        for l, op in unsupported.items():
+            ops.setdefault(op, []).append(l)
+        for op, labels in sorted(ops.items(), key=lambda kv: -len(kv[1])):
+            print(f"  unsupported, {len(labels)} tests: {op}: {' '.join(sorted(labels))}")
+        for label, why in sorted(lost.items()):
+            print(f"  LOST (ellmp) {label}: {why}")
         bad += len(lost)
     if os.path.exists(os.path.join(w, "pass-fp32", "tap.log")):
         failures = fp32_failures(w, counted)

@@ -371,6 +371,7 @@ PetscErrorCode MatAssemblyEnd_MPIELLMP(Mat A, MatAssemblyType type)
   if (type == MAT_FLUSH_ASSEMBLY) PetscFunctionReturn(0);
   PetscCall(store_from_mpiaij(A, d->assembly));
   PetscCall(MatDestroy(&d->assembly));
+  ReleaseFreedMemory();
   PetscFunctionReturn(0);
 }
 

@@ -198,6 +198,7 @@ PetscErrorCode close_assembly(Mat A)
   const bool same_pattern = d->reopened_pattern >= 0 && d->assembly->nonzerostate == d->reopened_pattern;
   PetscCall(store_from_aij(A, d->assembly, same_pattern));
   PetscCall(MatDestroy(&d->assembly));
+  ReleaseFreedMemory();
   PetscFunctionReturn(0);
 }
 
