@@ -10,6 +10,16 @@
 
 namespace petscmp {
 
+// An AIJ copy of an ellmp matrix kept across calls by the operations that need AIJ's own arrays for longer than one
+// call: SOR, and finite-difference Jacobians by coloring (whose setup keeps addresses into the matrix's values). It
+// costs AIJ's memory while it lives; its values follow the matrix's (refreshed when the matrix's state moved on), and
+// it is made anew when the pattern changes.
+struct AIJTwin {
+  Mat aij                  = nullptr;
+  PetscObjectState synced  = -1; // the matrix's state its values are
+  PetscObjectState pattern = -1; // the matrix's nonzero state it was made for
+};
+
 struct SeqELLMP {
   AIJMPSettings settings; // storage options (-mat_ellmp_*); the kernel fields are not used
   // Receives MatSetValues (and the preallocation) until MatAssemblyEnd turns it
@@ -25,8 +35,10 @@ struct SeqELLMP {
   PetscInt cached_row = -1;                             // the row the buffers hold (MatGetValues)
   std::vector<std::pair<MatOption, PetscBool>> options; // MatSetOption calls, given to each assembly matrix
   PetscInt64 full_builds = 0, value_builds = 0;
-  std::vector<PetscInt> rowij_i, rowij_j; // MatGetRowIJ's arrays, held until MatRestoreRowIJ
-  std::vector<PetscScalar> block_inverse; // MatInvertBlockDiagonal's result, owned by the matrix
+  AIJTwin twin;
+  PetscLogDouble aij_allocated = 0, aij_mallocs = 0; // SeqAIJ's MatGetInfo figures of the last assembly (reported)
+  std::vector<PetscInt> rowij_i, rowij_j;            // MatGetRowIJ's arrays, held until MatRestoreRowIJ
+  std::vector<PetscScalar> block_inverse;            // MatInvertBlockDiagonal's result, owned by the matrix
   PetscInt inodes = 0, inode_limit = 0;
   std::vector<PetscInt> inode_sizes; // (MatInodeGetInodeSizes, orderings)   // SeqAIJ's inodes at the last build (its
                                      // summation order, kept)
@@ -46,6 +58,58 @@ const CompactCsr *SeqELLMPCompact(Mat B);
 PetscErrorCode SeqELLMPToAIJ(Mat B, Mat *aij);
 // Rewrites the values of aij, an AIJ copy of B with B's pattern, with B's stored values.
 PetscErrorCode SeqELLMPRefreshAIJ(Mat B, Mat aij);
+// B's AIJ twin, its values B's (seq).
+PetscErrorCode SeqELLMPTwin(Mat B, Mat *aij);
+// Stores the values of aij (an AIJ matrix with B's pattern, assembled) as B's (a value-only rebuild).
+PetscErrorCode SeqELLMPStoreValues(Mat B, Mat aij);
+// The operations ellmp runs on its AIJ twin (seq and MPI): SOR and finite-difference coloring; Twin gives the twin
+// with the matrix's values, Store stores the twin's values back after a coloring filled them.
+template <PetscErrorCode (*Twin)(Mat, Mat *), PetscErrorCode (*Store)(Mat, Mat)> struct OpsThroughTwin {
+  static PetscErrorCode sor(Mat A, Vec b, PetscReal omega, MatSORType flag, PetscReal shift, PetscInt its,
+                            PetscInt lits, Vec x)
+  {
+    Mat T = nullptr;
+    PetscFunctionBegin;
+    PetscCall(Twin(A, &T));
+    PetscCall(MatSOR(T, b, omega, flag, shift, its, lits, x));
+    PetscFunctionReturn(0);
+  }
+  static PetscErrorCode fdcoloringcreate(Mat A, ISColoring coloring, MatFDColoring c)
+  {
+    Mat T = nullptr;
+    PetscFunctionBegin;
+    PetscCall(Twin(A, &T));
+    PetscCheck(T->ops->fdcoloringcreate, PETSC_COMM_SELF, PETSC_ERR_SUP, "petscmp: AIJ has no coloring here");
+    PetscCall((*T->ops->fdcoloringcreate)(T, coloring, c));
+    PetscFunctionReturn(0);
+  }
+  static PetscErrorCode fdcoloringsetup(Mat A, ISColoring coloring, MatFDColoring c)
+  {
+    Mat T = nullptr;
+    PetscFunctionBegin;
+    PetscCall(Twin(A, &T));
+    PetscCall((*T->ops->fdcoloringsetup)(T, coloring, c));
+    PetscFunctionReturn(0);
+  }
+  // the coloring writes the Jacobian's values into the twin (whose value addresses its setup kept); they become
+  // the matrix's
+  static PetscErrorCode fdcoloringapply(Mat J, MatFDColoring c, Vec x, void *ctx)
+  {
+    Mat T = nullptr;
+    PetscFunctionBegin;
+    PetscCall(Twin(J, &T));
+    PetscCall((*T->ops->fdcoloringapply)(T, c, x, ctx));
+    PetscCall(Store(J, T));
+    PetscFunctionReturn(0);
+  }
+  static void install(MatOps o)
+  {
+    o->sor              = sor;
+    o->fdcoloringcreate = fdcoloringcreate;
+    o->fdcoloringsetup  = fdcoloringsetup;
+    o->fdcoloringapply  = fdcoloringapply;
+  }
+};
 // MatGetFactor for seqellmp and MATSOLVERPETSC: PETSc's SeqAIJ factor, whose symbolic and numeric factorizations are
 // given an AIJ copy of the matrix (ellmp_factor.cxx).
 PetscErrorCode MatGetFactor_SeqELLMP_PETSc(Mat A, MatFactorType ftype, Mat *F);
@@ -81,8 +145,35 @@ template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
   {
     return WithAIJCopy(A, Copy, [&](Mat M) { return MatIncreaseOverlap(M, n, is, ov); });
   }
+  static PetscErrorCode norm(Mat A, NormType type, PetscReal *nrm)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatNorm(M, type, nrm); });
+  }
+  static PetscErrorCode creategraph(Mat A, PetscBool sym, PetscBool scale, PetscReal filter, Mat *graph)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatCreateGraph(M, sym, scale, filter, graph); });
+  }
+  // conversions to any other type: AIJ's
+  static PetscErrorCode convert(Mat A, MatType type, MatReuse reuse, Mat *B)
+  {
+    Mat M;
+    PetscFunctionBegin;
+    PetscCall(Copy(A, &M));
+    PetscCall(PetscObjectSetOptionsPrefix((PetscObject)M, ((PetscObject)A)->prefix));
+    if (reuse == MAT_INPLACE_MATRIX) {
+      PetscCall(MatConvert(M, type, MAT_INPLACE_MATRIX, &M));
+      PetscCall(MatHeaderReplace(A, &M));
+    } else {
+      PetscCall(MatConvert(M, type, reuse, B));
+      PetscCall(MatDestroy(&M));
+    }
+    PetscFunctionReturn(0);
+  }
   static void install(MatOps o)
   {
+    o->norm              = norm;
+    o->creategraph       = creategraph;
+    o->convert           = convert;
     o->createsubmatrices = createsubmatrices;
     o->createsubmatrix   = createsubmatrix;
     o->increaseoverlap   = increaseoverlap;

@@ -40,6 +40,7 @@ struct MPIELLMP {
   VecScatter scatter = nullptr;
   std::vector<std::pair<MatOption, PetscBool>> options;
   bool roworiented = true, ignore_off_process = false;
+  AIJTwin twin;                   // an MPIAIJ copy for SOR and coloring
   std::vector<PetscInt> row_cols; // MatGetRow's buffers
   std::vector<PetscScalar> row_vals;
 };
@@ -208,6 +209,41 @@ PetscErrorCode store_from_mpiaij(Mat A, Mat M)
     PetscCall(make_scatter(A));
   }
   if (!flags[1]) A->nonzerostate++;
+  PetscFunctionReturn(0);
+}
+
+// A's MPIAIJ twin with A's values (collective when it is made; a refresh rewrites the blocks' values locally).
+PetscErrorCode twin_of(Mat A, Mat *M)
+{
+  MPIELLMP *d = data_of(A);
+  AIJTwin &t  = d->twin;
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  if (t.aij && t.pattern != A->nonzerostate) PetscCall(MatDestroy(&t.aij));
+  if (!t.aij) {
+    PetscCall(to_mpiaij(A, &t.aij));
+    t.pattern = A->nonzerostate;
+  } else if (t.synced != state) {
+    Mat Td, To;
+    const PetscInt *colmap;
+    PetscCall(MatMPIAIJGetSeqAIJ(t.aij, &Td, &To, &colmap));
+    PetscCall(SeqELLMPRefreshAIJ(d->diag, Td));
+    PetscCall(SeqELLMPRefreshAIJ(d->off, To));
+    PetscCall(PetscObjectStateIncrease((PetscObject)t.aij));
+  }
+  t.synced = state;
+  *M       = t.aij;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode store_twin_values(Mat A, Mat M)
+{
+  PetscFunctionBegin;
+  PetscCall(store_from_mpiaij(A, M));
+  PetscCall(PetscObjectStateIncrease((PetscObject)A)); // new values: preconditioners must see them
+  if (data_of(A)->twin.aij == M) PetscCall(PetscObjectStateGet((PetscObject)A, &data_of(A)->twin.synced));
   PetscFunctionReturn(0);
 }
 
@@ -886,7 +922,7 @@ PetscErrorCode MatDestroy_MPIELLMP(Mat A)
   MPIELLMP *d = data_of(A);
 
   PetscFunctionBegin;
-  for (Mat *m : {&d->assembly, &d->local_rows, &d->diag, &d->off})
+  for (Mat *m : {&d->assembly, &d->local_rows, &d->diag, &d->off, &d->twin.aij})
     PetscCall(MatDestroy(m));
   PetscCall(VecDestroy(&d->lvec));
   PetscCall(VecScatterDestroy(&d->scatter));
@@ -931,6 +967,7 @@ void set_operations(MatOps o)
   o->load                        = MatLoad_MPIELLMP;
   o->destroy                     = MatDestroy_MPIELLMP;
   OpsThroughAIJ<to_mpiaij>::install(o);
+  OpsThroughTwin<twin_of, store_twin_values>::install(o);
 }
 
 } // namespace

@@ -156,6 +156,10 @@ PetscErrorCode install_compact(Mat A, Mat aij, std::unique_ptr<CompactCsr> c, bo
   if (!sizes) d->inodes = 0;
   PetscCall(guarded([&] { d->inode_sizes.assign(sizes, sizes + d->inodes); }));
   if (!same_pattern) A->nonzerostate++;
+  MatInfo ai; // what SeqAIJ reported for these values (its allocation and mallocs), reported alike
+  PetscCall(MatGetInfo(aij, MAT_LOCAL, &ai));
+  d->aij_allocated = ai.nz_allocated;
+  d->aij_mallocs   = ai.mallocs;
   forget_rows(d);
   PetscFunctionReturn(0);
 }
@@ -424,8 +428,10 @@ PetscErrorCode MatGetInfo_SeqELLMP(Mat A, MatInfoType, MatInfo *info)
   PetscCall(PetscMemzero(info, sizeof(*info)));
   info->block_size = 1.0;
   if (c) {
-    info->nz_used      = static_cast<PetscLogDouble>(c->stats.nnz);
-    info->nz_allocated = info->nz_used; // the padding of slices is reported by -mat_view ::ascii_info, not here
+    info->nz_used = static_cast<PetscLogDouble>(c->stats.nnz);
+    // as SeqAIJ reported for the assembled values (the padding of slices is in -mat_view ::ascii_info)
+    info->nz_allocated = PetscMax(data_of(A)->aij_allocated, info->nz_used);
+    info->mallocs      = data_of(A)->aij_mallocs;
     info->memory       = static_cast<PetscLogDouble>(compact_memory_bytes(*c));
   }
   info->assemblies = static_cast<PetscLogDouble>(data_of(A)->full_builds + data_of(A)->value_builds);
@@ -841,6 +847,7 @@ PetscErrorCode MatDestroy_SeqELLMP(Mat A)
 
   PetscFunctionBegin;
   PetscCall(MatDestroy(&d->assembly));
+  PetscCall(MatDestroy(&d->twin.aij));
   delete d;
   A->data = nullptr;
   PetscCall(compose_functions(A, false));
@@ -883,6 +890,7 @@ void set_operations(MatOps o)
   o->getrowij                    = MatGetRowIJ_SeqELLMP;
   o->restorerowij                = MatRestoreRowIJ_SeqELLMP;
   OpsThroughAIJ<to_aij>::install(o);
+  OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::install(o);
 }
 
 } // namespace
@@ -924,6 +932,34 @@ PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool
 PetscErrorCode SeqELLMPToAIJ(Mat A, Mat *aij)
 {
   return to_aij(A, aij);
+}
+
+PetscErrorCode SeqELLMPTwin(Mat A, Mat *aij)
+{
+  AIJTwin &t = data_of(A)->twin;
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  if (t.aij && t.pattern != A->nonzerostate) PetscCall(MatDestroy(&t.aij));
+  if (!t.aij) {
+    PetscCall(to_aij(A, &t.aij));
+    t.pattern = A->nonzerostate;
+  } else if (t.synced != state) {
+    PetscCall(SeqELLMPRefreshAIJ(A, t.aij));
+  }
+  t.synced = state;
+  *aij     = t.aij;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqELLMPStoreValues(Mat A, Mat aij)
+{
+  PetscFunctionBegin;
+  PetscCall(store_from_aij(A, aij, true));
+  PetscCall(PetscObjectStateIncrease((PetscObject)A)); // new values: preconditioners must see them
+  if (data_of(A)->twin.aij == aij) PetscCall(PetscObjectStateGet((PetscObject)A, &data_of(A)->twin.synced));
+  PetscFunctionReturn(0);
 }
 
 PetscErrorCode SeqELLMPRefreshAIJ(Mat A, Mat aij)
