@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <petscdmda.h>
+
 #include "mat/ellmp/ellmpimpl.h"
 #include "spmv.hpp"
 
@@ -24,6 +26,9 @@ SeqELLMP *data_of(Mat A)
 {
   return static_cast<SeqELLMP *>(A->data);
 }
+
+// PETSc's PetscObjectQueryFunction implementation (QueryFunction_SeqELLMP, below, filters it).
+PetscErrorCode (*petsc_queryfunction)(PetscObject, const char[], void (**)(void)) = nullptr;
 
 // The stored matrix changed: cached row reads are stale.
 void forget_rows(SeqELLMP *d)
@@ -849,9 +854,32 @@ PetscErrorCode MatDestroy_SeqELLMP(Mat A)
   PetscCall(MatDestroy(&d->assembly));
   PetscCall(MatDestroy(&d->twin.aij));
   delete d;
-  A->data = nullptr;
+  A->data                               = nullptr;
+  ((PetscObject)A)->bops->queryfunction = petsc_queryfunction;
   PetscCall(compose_functions(A, false));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, nullptr));
+  PetscFunctionReturn(0);
+}
+
+// DMDA picks its matrix-making routine by the preallocation functions a matrix answers to, and on one process in
+// one dimension it then writes SeqAIJ's private arrays directly (DMCreateMatrix_DA_1d_SeqAIJ_NoPreallocation), which
+// this type does not have: there, the AIJ preallocation functions are not shown, and DMDA makes the matrix by its
+// generic route (MatSetUp, the local-to-global mapping), through which ellmp works.
+
+PetscErrorCode QueryFunction_SeqELLMP(PetscObject obj, const char name[], void (**f)(void))
+{
+  PetscFunctionBegin;
+  PetscCall((*petsc_queryfunction)(obj, name, f));
+  if (!*f || (std::strcmp(name, "MatSeqAIJSetPreallocation_C") && std::strcmp(name, "MatMPIAIJSetPreallocation_C")))
+    PetscFunctionReturn(0);
+  PetscObject dm = nullptr;
+  PetscCall(PetscObjectQuery(obj, "__PETSc_dm", &dm));
+  PetscBool is_da = PETSC_FALSE;
+  if (dm) PetscCall(PetscObjectTypeCompare(dm, DMDA, &is_da));
+  if (!is_da) PetscFunctionReturn(0);
+  PetscInt dim;
+  PetscCall(DMGetDimension((DM)dm, &dim));
+  if (dim == 1) *f = nullptr;
   PetscFunctionReturn(0);
 }
 
@@ -1021,6 +1049,8 @@ PetscErrorCode MatCreate_SeqELLMP(Mat A)
   PetscCheck(A->data, PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory");
   PetscCall(PetscMemzero(A->ops, sizeof(*A->ops)));
   set_operations(A->ops);
+  if (!petsc_queryfunction) petsc_queryfunction = ((PetscObject)A)->bops->queryfunction;
+  ((PetscObject)A)->bops->queryfunction = QueryFunction_SeqELLMP;
   PetscCall(compose_functions(A, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQELLMP));
   PetscFunctionReturn(0);
