@@ -178,7 +178,8 @@ def lossless_failures(work, labels, pass_name="lossless"):
 
 UNSUPPORTED = re.compile(r"No method (\w+) for Mat of type (seq|mpi)ellmp|"
                          r"Could not locate a solver type for factorization type \w+ and matrix type (seq|mpi)ellmp|"
-                         r"(seq|mpi)ellmp does not support|Matrix type (seq|mpi)ellmp does not")
+                         r"(seq|mpi)ellmp does not support|Matrix type (seq|mpi)ellmp does not|"
+                         r"petscmp: ellmp cannot be used with [-\w]+")
 
 
 def unsupported_operation(work, pass_name, label):

@@ -145,6 +145,15 @@ template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
   {
     return WithAIJCopy(A, Copy, [&](Mat M) { return MatIncreaseOverlap(M, n, is, ov); });
   }
+  static PetscErrorCode createsubmatricesmpi(Mat A, PetscInt n, const IS irow[], const IS icol[], MatReuse scall,
+                                             Mat *submat[])
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatCreateSubMatricesMPI(M, n, irow, icol, scall, submat); });
+  }
+  static PetscErrorCode getmultiprocblock(Mat A, MPI_Comm comm, MatReuse scall, Mat *sub)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatGetMultiProcBlock(M, comm, scall, sub); });
+  }
   static PetscErrorCode norm(Mat A, NormType type, PetscReal *nrm)
   {
     return WithAIJCopy(A, Copy, [&](Mat M) { return MatNorm(M, type, nrm); });
@@ -171,14 +180,30 @@ template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
   }
   static void install(MatOps o)
   {
-    o->norm              = norm;
-    o->creategraph       = creategraph;
-    o->convert           = convert;
-    o->createsubmatrices = createsubmatrices;
-    o->createsubmatrix   = createsubmatrix;
-    o->increaseoverlap   = increaseoverlap;
+    o->norm                 = norm;
+    o->createsubmatricesmpi = createsubmatricesmpi;
+    o->getmultiprocblock    = getmultiprocblock;
+    o->creategraph          = creategraph;
+    o->convert              = convert;
+    o->createsubmatrices    = createsubmatrices;
+    o->createsubmatrix      = createsubmatrix;
+    o->increaseoverlap      = increaseoverlap;
   }
 };
+
+// PETSc's MPI linear solver server (-mpi_linear_solver_server) reads SeqAIJ's private arrays of the matrix it is
+// given: refused with an error rather than a crash.
+inline PetscErrorCode ELLMPCheckNotLinearSolverServer(Mat A)
+{
+  PetscBool server = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsHasName(((PetscObject)A)->options, nullptr, "-mpi_linear_solver_server", &server));
+  PetscCheck(!server, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
+             "petscmp: ellmp cannot be used with -mpi_linear_solver_server, which reads SeqAIJ's private arrays; use "
+             "-mat_type aijmp");
+  PetscFunctionReturn(0);
+}
 
 } // namespace petscmp
 

@@ -986,6 +986,7 @@ M*/
 PetscErrorCode MatCreate_MPIELLMP(Mat A)
 {
   PetscFunctionBegin;
+  PetscCall(ELLMPCheckNotLinearSolverServer(A));
   A->data = new (std::nothrow) MPIELLMP();
   PetscCheck(A->data, PETSC_COMM_SELF, PETSC_ERR_MEM, "petscmp: out of memory");
   PetscCall(PetscMemzero(A->ops, sizeof(*A->ops)));

@@ -1042,6 +1042,7 @@ PetscErrorCode MatCreate_SeqELLMP(Mat A)
   PetscMPIInt size;
 
   PetscFunctionBegin;
+  PetscCall(ELLMPCheckNotLinearSolverServer(A));
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
   PetscCheck(size == 1, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG,
              "petscmp: seqellmp is a one-process type; use -mat_type ellmp, which picks seqellmp or mpiellmp");
