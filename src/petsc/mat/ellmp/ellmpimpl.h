@@ -110,6 +110,12 @@ template <PetscErrorCode (*Twin)(Mat, Mat *), PetscErrorCode (*Store)(Mat, Mat)>
     o->fdcoloringapply  = fdcoloringapply;
   }
 };
+// MatProductSetFromOptions for products with ellmp operands: AIJ's routines on the operands' AIJ twins
+// (ellmp_product.cxx). Each ellmp type composes "PetscMPTwin_C" (its twin).
+PetscErrorCode MatProductSetFromOptions_ELLMP(Mat C);
+// Composes (on) or removes the names products and factorizations look ellmp up by: "PetscMPTwin_C" and PETSc's
+// type-keyed product names with AIJ and dense partners. seq: seqellmp, else mpiellmp.
+PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat, Mat *), bool on);
 // MatGetFactor for seqellmp and MATSOLVERPETSC: PETSc's SeqAIJ factor, whose symbolic and numeric factorizations are
 // given an AIJ copy of the matrix (ellmp_factor.cxx).
 PetscErrorCode MatGetFactor_SeqELLMP_PETSc(Mat A, MatFactorType ftype, Mat *F);

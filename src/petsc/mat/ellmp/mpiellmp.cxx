@@ -908,6 +908,7 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
+  PetscCall(ELLMPComposeProducts(A, false, twin_of, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_mpiaij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_aij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiaij_mpiellmp_C", on ? MatConvert_MPIAIJ_MPIELLMP : nullptr));
@@ -968,6 +969,7 @@ void set_operations(MatOps o)
   o->destroy                     = MatDestroy_MPIELLMP;
   OpsThroughAIJ<to_mpiaij>::install(o);
   OpsThroughTwin<twin_of, store_twin_values>::install(o);
+  o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
 
 } // namespace

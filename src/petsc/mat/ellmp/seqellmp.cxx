@@ -832,6 +832,7 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
+  PetscCall(ELLMPComposeProducts(A, true, SeqELLMPTwin, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_seqaij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_aij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqaij_seqellmp_C", on ? MatConvert_SeqAIJ_SeqELLMP : nullptr));
@@ -919,6 +920,7 @@ void set_operations(MatOps o)
   o->restorerowij                = MatRestoreRowIJ_SeqELLMP;
   OpsThroughAIJ<to_aij>::install(o);
   OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::install(o);
+  o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
 
 } // namespace
