@@ -43,8 +43,7 @@ PetscErrorCode PetscMPInitializePackage(void)
   PetscCall(MatRegister(MATSEQELLMP, MatCreate_SeqELLMP));
   PetscCall(MatRegister(MATMPIELLMP, MatCreate_MPIELLMP));
   PetscCall(MatRegisterRootName(MATELLMP, MATSEQELLMP, MATMPIELLMP));
-  for (MatFactorType f : {MAT_FACTOR_LU, MAT_FACTOR_ILU, MAT_FACTOR_CHOLESKY, MAT_FACTOR_ICC})
-    PetscCall(MatSolverTypeRegister(MATSOLVERPETSC, MATSEQELLMP, f, petscmp::MatGetFactor_SeqELLMP_PETSc));
+  PetscCall(petscmp::ELLMPRegisterFactors());
   PetscCall(PetscLogEventRegister("ELLMPBuild", MAT_CLASSID, &MATELLMP_Build));
   PetscCall(PetscLogEventRegister("ELLMPMult", MAT_CLASSID, &MATELLMP_Mult));
   PetscCall(PCRegister(PCAPBJACOBI, PCCreate_APBJacobi));

@@ -1,11 +1,14 @@
-// Factorizations of seqellmp matrices (PCLU, PCILU, PCCHOLESKY, PCICC, and the
-// sub-solvers of bjacobi): PETSc's own SeqAIJ factor, whose symbolic and
-// numeric steps are given an exact AIJ copy of the stored matrix. AIJ's
-// symbolic step prepares the matrix it is given for the numeric step (its
-// diagonal positions), so the factor keeps that copy and each numeric step
-// rewrites its values from the stored ones: the factor is the one AIJ computes
-// from the stored values (bitwise in lossless mode), at the memory of an AIJ
-// copy for the factor's life.
+// Factorizations of ellmp matrices (PCLU, PCILU, PCCHOLESKY, PCICC, the
+// sub-solvers of bjacobi and asm, and the external packages: MUMPS, SuperLU,
+// SuperLU_DIST, UMFPACK, CHOLMOD, KLU): the factor AIJ would get from the
+// package, whose symbolic and numeric steps are given the matrix's AIJ twin
+// (an exact AIJ copy the matrix keeps, values refreshed from the stored ones).
+// AIJ's symbolic step prepares the matrix it is given for the numeric step
+// (its diagonal positions; MUMPS its triples), so both steps see the same
+// twin: the factor is the one AIJ computes from the stored values (bitwise in
+// lossless mode), at the memory of an AIJ copy while the twin lives.
+#include <utility>
+
 #include "mat/ellmp/ellmpimpl.h"
 
 namespace petscmp {
@@ -20,29 +23,15 @@ constexpr const char *kLUSymbolic = "PetscMPLUSymbolic_C", *kILUSymbolic = "Pets
                      *kCholeskySymbolic = "PetscMPCholeskySymbolic_C", *kICCSymbolic = "PetscMPICCSymbolic_C",
                      *kLUNumeric = "PetscMPLUNumeric_C", *kCholeskyNumeric = "PetscMPCholeskyNumeric_C";
 
-constexpr const char *kCopy = "PetscMPAIJCopy";
-
-// fn(aij): A itself when it is not seqellmp, else the AIJ copy the factor F keeps (made by the symbolic step; its
-// values rewritten from A's for a numeric step).
-template <typename Fn> PetscErrorCode with_aij(Mat F, Mat A, bool symbolic, Fn &&fn)
+// fn(aij): A itself when it is not an ellmp matrix, else its AIJ twin (values current).
+template <typename Fn> PetscErrorCode with_aij(Mat, Mat A, bool, Fn &&fn)
 {
-  PetscBool ellmp;
-  Mat aij = A;
+  PetscErrorCode (*twin)(Mat, Mat *) = nullptr;
+  Mat aij                            = A;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQELLMP, &ellmp));
-  if (!ellmp) {
-    PetscCall(fn(A));
-    PetscFunctionReturn(0);
-  }
-  if (symbolic) {
-    PetscCall(SeqELLMPToAIJ(A, &aij));
-    PetscCall(PetscObjectCompose((PetscObject)F, kCopy, (PetscObject)aij));
-    PetscCall(MatDestroy(&aij)); // F holds it
-  }
-  PetscCall(PetscObjectQuery((PetscObject)F, kCopy, (PetscObject *)&aij));
-  PetscCheck(aij, PETSC_COMM_SELF, PETSC_ERR_ORDER, "petscmp: the numeric factorization needs the symbolic one first");
-  if (!symbolic) PetscCall(SeqELLMPRefreshAIJ(A, aij));
+  PetscCall(PetscObjectQueryFunction((PetscObject)A, "PetscMPTwin_C", &twin));
+  if (twin) PetscCall(twin(A, &aij));
   PetscCall(fn(aij));
   PetscFunctionReturn(0);
 }
@@ -113,21 +102,24 @@ PetscErrorCode icc_symbolic(Mat F, Mat A, IS perm, const MatFactorInfo *info)
   return run_symbolic<CholeskySymbolic>(kICCSymbolic, F, A, perm, info);
 }
 
-} // namespace
+// The packages ellmp offers the factors of, where PETSc has them for AIJ (in the order a default is taken).
+constexpr const char *kSolvers[] = {MATSOLVERPETSC,   MATSOLVERMUMPS,   MATSOLVERSUPERLU_DIST, MATSOLVERSUPERLU,
+                                    MATSOLVERUMFPACK, MATSOLVERCHOLMOD, MATSOLVERKLU};
+constexpr int kSolverCount       = sizeof(kSolvers) / sizeof(kSolvers[0]);
 
-PetscErrorCode MatGetFactor_SeqELLMP_PETSc(Mat A, MatFactorType ftype, Mat *F)
+PetscErrorCode get_factor(const char *solver, Mat A, MatFactorType ftype, Mat *F)
 {
-  Mat shape; // an empty SeqAIJ of A's sizes: what PETSc's SeqAIJ factor is made from
+  Mat shape; // an empty AIJ of A's layout: what the package's AIJ factor is made from
 
   PetscFunctionBegin;
-  PetscCall(MatCreate(PETSC_COMM_SELF, &shape));
-  PetscCall(MatSetSizes(shape, A->rmap->n, A->cmap->n, A->rmap->n, A->cmap->n));
+  PetscCall(MatCreate(PetscObjectComm((PetscObject)A), &shape));
+  PetscCall(MatSetSizes(shape, A->rmap->n, A->cmap->n, A->rmap->N, A->cmap->N));
   PetscCall(MatSetBlockSizesFromMats(shape, A, A));
-  PetscCall(MatSetType(shape, MATSEQAIJ));
-  PetscCall(MatSeqAIJSetPreallocation(shape, 0, nullptr));
+  PetscCall(MatSetType(shape, MATAIJ));
+  PetscCall(MatSetUp(shape));
   PetscCall(MatAssemblyBegin(shape, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(shape, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatGetFactor(shape, MATSOLVERPETSC, ftype, F));
+  PetscCall(MatGetFactor(shape, solver, ftype, F));
   PetscCall(MatDestroy(&shape));
   if (!*F) PetscFunctionReturn(0);
   Mat f = *F;
@@ -147,6 +139,37 @@ PetscErrorCode MatGetFactor_SeqELLMP_PETSc(Mat A, MatFactorType ftype, Mat *F)
     PetscCall(PetscObjectComposeFunction((PetscObject)f, kICCSymbolic, f->ops->iccfactorsymbolic));
     f->ops->iccfactorsymbolic = icc_symbolic;
   }
+  PetscFunctionReturn(0);
+}
+
+template <int S> PetscErrorCode get_factor_of(Mat A, MatFactorType ftype, Mat *F)
+{
+  return get_factor(kSolvers[S], A, ftype, F);
+}
+
+// Registers for `type` every package and factorization PETSc offers for `aij_type`.
+template <int... S> PetscErrorCode register_factors(std::integer_sequence<int, S...>, MatType type, MatType aij_type)
+{
+  PetscErrorCode (*const getters[])(Mat, MatFactorType, Mat *) = {get_factor_of<S>...};
+
+  PetscFunctionBegin;
+  for (int k = 0; k < kSolverCount; ++k)
+    for (MatFactorType f : {MAT_FACTOR_LU, MAT_FACTOR_ILU, MAT_FACTOR_CHOLESKY, MAT_FACTOR_ICC}) {
+      PetscBool found_solver = PETSC_FALSE, found_type = PETSC_FALSE;
+      PetscErrorCode (*aij_factor)(Mat, MatFactorType, Mat *) = nullptr;
+      PetscCall(MatSolverTypeGet(kSolvers[k], aij_type, f, &found_solver, &found_type, &aij_factor));
+      if (aij_factor) PetscCall(MatSolverTypeRegister(kSolvers[k], type, f, getters[k]));
+    }
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode ELLMPRegisterFactors(void)
+{
+  PetscFunctionBegin;
+  PetscCall(register_factors(std::make_integer_sequence<int, kSolverCount>{}, MATSEQELLMP, MATSEQAIJ));
+  PetscCall(register_factors(std::make_integer_sequence<int, kSolverCount>{}, MATMPIELLMP, MATMPIAIJ));
   PetscFunctionReturn(0);
 }
 

@@ -116,9 +116,9 @@ PetscErrorCode MatProductSetFromOptions_ELLMP(Mat C);
 // Composes (on) or removes the names products and factorizations look ellmp up by: "PetscMPTwin_C" and PETSc's
 // type-keyed product names with AIJ and dense partners. seq: seqellmp, else mpiellmp.
 PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat, Mat *), bool on);
-// MatGetFactor for seqellmp and MATSOLVERPETSC: PETSc's SeqAIJ factor, whose symbolic and numeric factorizations are
-// given an AIJ copy of the matrix (ellmp_factor.cxx).
-PetscErrorCode MatGetFactor_SeqELLMP_PETSc(Mat A, MatFactorType ftype, Mat *F);
+// Registers MatGetFactor for seqellmp and mpiellmp with every package PETSc offers for AIJ: the package's AIJ
+// factor, whose symbolic and numeric steps get the matrix's AIJ twin (ellmp_factor.cxx).
+PetscErrorCode ELLMPRegisterFactors(void);
 // Adds B's copy to info (formats, bytes with AIJ's inode-aware bytes, builds) and gives its inode count.
 PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, PetscInt *inode_limit);
 
