@@ -161,10 +161,13 @@ PetscErrorCode install_compact(Mat A, Mat aij, std::unique_ptr<CompactCsr> c, bo
   if (!sizes) d->inodes = 0;
   PetscCall(guarded([&] { d->inode_sizes.assign(sizes, sizes + d->inodes); }));
   if (!same_pattern) A->nonzerostate++;
-  MatInfo ai; // what SeqAIJ reported for these values (its allocation and mallocs), reported alike
+  // what SeqAIJ would report, reported alike: it keeps its first allocation (the preallocation) and counts its
+  // mallocs over the matrix's life; a reopened assembly matrix is allocated exactly, so the largest allocation and
+  // the sum of the mallocs seen are SeqAIJ's figures
+  MatInfo ai;
   PetscCall(MatGetInfo(aij, MAT_LOCAL, &ai));
-  d->aij_allocated = ai.nz_allocated;
-  d->aij_mallocs   = ai.mallocs;
+  d->aij_allocated = PetscMax(d->aij_allocated, ai.nz_allocated);
+  d->aij_mallocs += ai.mallocs;
   forget_rows(d);
   PetscFunctionReturn(0);
 }
@@ -268,6 +271,7 @@ PetscErrorCode MatSeqAIJSetPreallocation_SeqELLMP(Mat A, PetscInt nz, const Pets
   PetscFunctionBegin;
   PetscCall(MatDestroy(&d->assembly)); // a new preallocation starts the matrix anew
   d->compact.reset();
+  d->aij_allocated = d->aij_mallocs = 0;
   forget_rows(d);
   PetscCall(new_assembly_matrix(A, &d->assembly));
   PetscCall(MatSeqAIJSetPreallocation(d->assembly, nz, nnz));
