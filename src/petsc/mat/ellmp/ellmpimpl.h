@@ -160,6 +160,41 @@ template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
   {
     return WithAIJCopy(A, Copy, [&](Mat M) { return MatGetMultiProcBlock(M, comm, scall, sub); });
   }
+  static PetscErrorCode issymmetric(Mat A, PetscReal tol, PetscBool *flg)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatIsSymmetric(M, tol, flg); });
+  }
+  static PetscErrorCode ishermitian(Mat A, PetscReal tol, PetscBool *flg)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatIsHermitian(M, tol, flg); });
+  }
+  static PetscErrorCode isstructurallysymmetric(Mat A, PetscBool *flg)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatIsStructurallySymmetric(M, flg); });
+  }
+  static PetscErrorCode getrowmaxabs(Mat A, Vec v, PetscInt idx[])
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatGetRowMaxAbs(M, v, idx); });
+  }
+  static PetscErrorCode getcolumnreductions(Mat A, PetscInt type, PetscReal *reductions)
+  {
+    return WithAIJCopy(A, Copy, [&](Mat M) { return MatGetColumnReductions(M, type, reductions); });
+  }
+  // the transpose is AIJ (in place: the matrix becomes AIJ's transpose)
+  static PetscErrorCode transpose(Mat A, MatReuse reuse, Mat *B)
+  {
+    Mat M;
+    PetscFunctionBegin;
+    PetscCall(Copy(A, &M));
+    if (reuse == MAT_INPLACE_MATRIX) {
+      PetscCall(MatTranspose(M, MAT_INPLACE_MATRIX, &M));
+      PetscCall(MatHeaderReplace(A, &M));
+    } else {
+      PetscCall(MatTranspose(M, reuse, B));
+      PetscCall(MatDestroy(&M));
+    }
+    PetscFunctionReturn(0);
+  }
   static PetscErrorCode norm(Mat A, NormType type, PetscReal *nrm)
   {
     return WithAIJCopy(A, Copy, [&](Mat M) { return MatNorm(M, type, nrm); });
@@ -186,14 +221,20 @@ template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
   }
   static void install(MatOps o)
   {
-    o->norm                 = norm;
-    o->createsubmatricesmpi = createsubmatricesmpi;
-    o->getmultiprocblock    = getmultiprocblock;
-    o->creategraph          = creategraph;
-    o->convert              = convert;
-    o->createsubmatrices    = createsubmatrices;
-    o->createsubmatrix      = createsubmatrix;
-    o->increaseoverlap      = increaseoverlap;
+    o->norm                    = norm;
+    o->issymmetric             = issymmetric;
+    o->ishermitian             = ishermitian;
+    o->isstructurallysymmetric = isstructurallysymmetric;
+    o->getrowmaxabs            = getrowmaxabs;
+    o->getcolumnreductions     = getcolumnreductions;
+    o->transpose               = transpose;
+    o->createsubmatricesmpi    = createsubmatricesmpi;
+    o->getmultiprocblock       = getmultiprocblock;
+    o->creategraph             = creategraph;
+    o->convert                 = convert;
+    o->createsubmatrices       = createsubmatrices;
+    o->createsubmatrix         = createsubmatrix;
+    o->increaseoverlap         = increaseoverlap;
   }
 };
 
