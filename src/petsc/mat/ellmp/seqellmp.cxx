@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include <petscdmda.h>
+#include <petsc/private/dmimpl.h>
 
 #include "mat/ellmp/ellmpimpl.h"
 #include "spmv.hpp"
@@ -292,10 +293,71 @@ PetscErrorCode MatSeqAIJSetPreallocationCSR_SeqELLMP(Mat A, const PetscInt i[], 
   PetscFunctionReturn(0);
 }
 
+// The DMDA attached to A when it is the one DMDA's one-process routine would write SeqAIJ's arrays for (one
+// dimension, one process, not periodic), else null.
+PetscErrorCode dmda_1d_of(Mat A, DM *da)
+{
+  PetscObject dm  = nullptr;
+  PetscBool is_da = PETSC_FALSE;
+  PetscInt dim;
+  DMBoundaryType bx;
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  *da = nullptr;
+  PetscCall(PetscObjectQuery((PetscObject)A, "__PETSc_dm", &dm));
+  if (dm) PetscCall(PetscObjectTypeCompare(dm, DMDA, &is_da));
+  if (!is_da) PetscFunctionReturn(0);
+  PetscCall(DMGetDimension((DM)dm, &dim));
+  if (dim != 1) PetscFunctionReturn(0);
+  PetscCall(DMDAGetInfo((DM)dm, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &bx,
+                        nullptr, nullptr, nullptr));
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm(dm), &size));
+  if (size == 1 && bx == DM_BOUNDARY_NONE) *da = (DM)dm;
+  PetscFunctionReturn(0);
+}
+
+// What DMDA's one-process 1D routine makes of an AIJ matrix (QueryFunction_SeqELLMP sends DMDA here instead): each
+// node's rows coupled to every component of the nodes within the stencil width, as explicit zeros, assembled, new
+// nonzero locations then refused.
+PetscErrorCode fill_dmda_1d_pattern(Mat A, DM da)
+{
+  PetscInt m, nc, s, xs, nx;
+  DMBoundaryType bx;
+
+  PetscFunctionBegin;
+  PetscCall(DMDAGetInfo(da, nullptr, &m, nullptr, nullptr, nullptr, nullptr, nullptr, &nc, &s, &bx, nullptr, nullptr,
+                        nullptr));
+  PetscCall(DMDAGetCorners(da, &xs, nullptr, nullptr, &nx, nullptr, nullptr));
+  PetscCall(MatSeqAIJSetPreallocation(data_of(A)->assembly, nc * (2 * s + 1), nullptr));
+  if (da->prealloc_only) PetscFunctionReturn(0);
+  std::vector<PetscInt> rows(static_cast<std::size_t>(nc)), cols;
+  std::vector<PetscScalar> zeros(static_cast<std::size_t>(nc * nc * (2 * s + 1)), 0.0);
+  for (PetscInt i = xs; i < xs + nx; ++i) {
+    cols.clear();
+    for (PetscInt j = PetscMax(-s, -i); j <= PetscMin(s, m - i - 1); ++j)
+      for (PetscInt l = 0; l < nc; ++l)
+        cols.push_back(nc * (i + j) + l);
+    for (PetscInt l = 0; l < nc; ++l)
+      rows[l] = nc * i + l;
+    PetscCall(
+        MatSetValues(A, nc, rows.data(), static_cast<PetscInt>(cols.size()), cols.data(), zeros.data(), INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatSetOption(A, MAT_NEW_NONZERO_LOCATION_ERR, PETSC_TRUE));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode MatSetUp_SeqELLMP(Mat A)
 {
+  DM da;
+
   PetscFunctionBegin;
-  if (!data_of(A)->assembly && !data_of(A)->compact) PetscCall(open_for_assembly(A));
+  if (data_of(A)->assembly || data_of(A)->compact) PetscFunctionReturn(0);
+  PetscCall(open_for_assembly(A));
+  PetscCall(dmda_1d_of(A, &da));
+  if (da) PetscCall(fill_dmda_1d_pattern(A, da));
   PetscFunctionReturn(0);
 }
 
@@ -877,14 +939,9 @@ PetscErrorCode QueryFunction_SeqELLMP(PetscObject obj, const char name[], void (
   PetscCall((*petsc_queryfunction)(obj, name, f));
   if (!*f || (std::strcmp(name, "MatSeqAIJSetPreallocation_C") && std::strcmp(name, "MatMPIAIJSetPreallocation_C")))
     PetscFunctionReturn(0);
-  PetscObject dm = nullptr;
-  PetscCall(PetscObjectQuery(obj, "__PETSc_dm", &dm));
-  PetscBool is_da = PETSC_FALSE;
-  if (dm) PetscCall(PetscObjectTypeCompare(dm, DMDA, &is_da));
-  if (!is_da) PetscFunctionReturn(0);
-  PetscInt dim;
-  PetscCall(DMGetDimension((DM)dm, &dim));
-  if (dim == 1) *f = nullptr;
+  DM da;
+  PetscCall(dmda_1d_of((Mat)obj, &da));
+  if (da) *f = nullptr; // DMDA then calls MatSetUp, which makes its pattern (fill_dmda_1d_pattern)
   PetscFunctionReturn(0);
 }
 
