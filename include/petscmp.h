@@ -210,6 +210,7 @@ M*/
 #define MATSEQELLMP "seqellmp"
 #define MATMPIELLMP "mpiellmp"
 PETSC_EXTERN PetscLogEvent MATELLMP_Build, MATELLMP_Mult;
+PETSC_EXTERN PetscErrorCode MatELLMPSetStorage(Mat, MatAIJMPStorage);
 
 /* ---- PCAPBJACOBI: adaptive-precision block-Jacobi ---- */
 #define PCAPBJACOBI "apbjacobi"

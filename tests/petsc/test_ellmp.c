@@ -430,6 +430,39 @@ static PetscErrorCode TestSpecialValues(void)
   PetscFunctionReturn(0);
 }
 
+/* MatELLMPSetStorage on an assembled matrix stores it anew: fp16 rounds the values (within fp16's unit roundoff);
+   back to lossless, the rounded values stay (the matrix is what it stores) */
+static PetscErrorCode TestSetStorage(const TestMatOpts *o)
+{
+  Mat A, E, R;
+
+  PetscFunctionBeginUser;
+  PetscCall(SetStorage("lossless"));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &A));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATELLMP, o, &E));
+  PetscCall(CompareEntries(E, A, 0.0, "MatELLMPSetStorage: lossless"));
+  PetscCall(MatELLMPSetStorage(E, MAT_AIJMP_FP16));
+  PetscCall(CompareEntries(E, A, 0x1p-11, "MatELLMPSetStorage: fp16"));
+  PetscCall(MatConvert(E, MATAIJ, MAT_INITIAL_MATRIX, &R)); /* the rounded values */
+  {                                                          /* the mixed rows hold fp64 values: fp16 changed some */
+    Mat       D;
+    PetscReal change;
+    PetscCall(MatDuplicate(R, MAT_COPY_VALUES, &D));
+    PetscCall(MatAXPY(D, -1.0, A, SAME_NONZERO_PATTERN));
+    PetscCall(MatNorm(D, NORM_FROBENIUS, &change));
+    TEST_CHECK(PETSC_COMM_WORLD, change > 0, "MatELLMPSetStorage(fp16) on an assembled matrix rounded nothing");
+    PetscCall(MatDestroy(&D));
+  }
+  PetscCall(MatELLMPSetStorage(E, MAT_AIJMP_LOSSLESS));
+  PetscCall(CompareEntries(E, R, 0.0, "MatELLMPSetStorage: back to lossless keeps the rounded values"));
+  PetscCall(CompareOperations(E, R, "MatELLMPSetStorage"));
+  PetscCall(MatAIJMPSetStorage(A, MAT_AIJMP_FP16)); /* another type: ignored */
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&E));
+  PetscCall(MatDestroy(&R));
+  PetscFunctionReturn(0);
+}
+
 /* GMRES + Jacobi on a shifted test matrix: lossless ellmp gives AIJ's iterates bit for bit. */
 static PetscErrorCode TestSolve(const TestMatOpts *o)
 {
@@ -502,6 +535,8 @@ int main(int argc, char **argv)
   TestMatOptsDefault(&o, 300);
   o.inode = PETSC_TRUE;
   PetscCall(TestSolve(&o));
+  TestMatOptsDefault(&o, 320);
+  PetscCall(TestSetStorage(&o));
   const int rc = TestFinish();
   PetscCall(PetscFinalize());
   return rc;

@@ -122,6 +122,13 @@ PetscErrorCode ELLMPRegisterFactors(void);
 // Adds B's copy to info (formats, bytes with AIJ's inode-aware bytes, builds) and gives its inode count.
 PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, PetscInt *inode_limit);
 
+// Whether a storage setting that changes the stored values changed (an assembled matrix is then stored anew).
+inline bool StorageChanged(const StorageOptions &a, const StorageOptions &b)
+{
+  return a.mode != b.mode || a.layout != b.layout || a.tolerance != b.tolerance || a.range != b.range ||
+         a.range_factor != b.range_factor || a.row_fraction != b.row_fraction;
+}
+
 // fn(M) on a temporary AIJ copy M of A made by make_copy (to_aij, to_mpiaij): the operations ellmp leaves to AIJ
 // (submatrices, overlaps, orderings).
 template <typename Fn> PetscErrorCode WithAIJCopy(Mat A, PetscErrorCode (*make_copy)(Mat, Mat *), Fn &&fn)

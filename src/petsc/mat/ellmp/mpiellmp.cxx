@@ -782,6 +782,18 @@ PetscErrorCode MatAXPY_MPIELLMP(Mat Y, PetscScalar a, Mat X, MatStructure str)
 
 // ---- options, view, load, destroy ---------------------------------------------
 
+// An assembled matrix is stored anew when a setting that changes its values changed (from its stored values:
+// the matrix is what it stores).
+PetscErrorCode apply_settings(Mat A, const StorageOptions &before)
+{
+  MPIELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (StorageChanged(before, d->settings.opts) && d->diag && !d->assembly && !d->local_rows)
+    PetscCall(change_through_aij(A, [](Mat) { return PetscErrorCode(0); }));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode MatSetFromOptions_MPIELLMP(Mat A, PetscOptionItems *)
 {
   MPIELLMP *d = data_of(A);
@@ -789,14 +801,19 @@ PetscErrorCode MatSetFromOptions_MPIELLMP(Mat A, PetscOptionItems *)
   PetscFunctionBegin;
   const StorageOptions before = d->settings.opts;
   PetscCall(AIJMPSetFromOptions(A, d->settings, "ellmp"));
-  const StorageOptions &now = d->settings.opts;
-  const bool changed = now.mode != before.mode || now.layout != before.layout || now.tolerance != before.tolerance ||
-                       now.range != before.range || now.range_factor != before.range_factor ||
-                       now.row_fraction != before.row_fraction;
-  for (Mat b : {d->diag, d->off})
-    if (b) PetscCall(MatSetFromOptions(b)); // (an internal prefix: only the settings pushed below count)
-  if (changed && d->diag && !d->assembly && !d->local_rows) // stored anew in the new storage
-    PetscCall(change_through_aij(A, [](Mat) { return PetscErrorCode(0); }));
+  PetscCall(apply_settings(A, before));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatELLMPSetStorage_MPIELLMP(Mat A, MatAIJMPStorage storage)
+{
+  MPIELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  const StorageOptions before = d->settings.opts;
+  d->settings.opts.mode       = static_cast<StorageMode>(storage);
+  d->settings.explicitly_set |= kSetStorage;
+  PetscCall(apply_settings(A, before));
   PetscFunctionReturn(0);
 }
 
@@ -908,6 +925,8 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
+  PetscCall(
+      PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? MatELLMPSetStorage_MPIELLMP : nullptr));
   PetscCall(ELLMPComposeProducts(A, false, twin_of, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_mpiaij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_aij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));

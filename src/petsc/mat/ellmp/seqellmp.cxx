@@ -809,6 +809,18 @@ PetscErrorCode MatDuplicate_SeqELLMP(Mat A, MatDuplicateOption op, Mat *B)
 
 // ---- options, view, load, destroy ---------------------------------------------
 
+// An assembled matrix is stored anew when a setting that changes its values changed (from its stored values:
+// the matrix is what it stores).
+PetscErrorCode apply_settings(Mat A, const StorageOptions &before)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (StorageChanged(before, d->settings.opts) && d->compact && !d->assembly)
+    PetscCall(change_through_aij(A, [](Mat) { return PetscErrorCode(0); }));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode MatSetFromOptions_SeqELLMP(Mat A, PetscOptionItems *)
 {
   SeqELLMP *d = data_of(A);
@@ -816,12 +828,19 @@ PetscErrorCode MatSetFromOptions_SeqELLMP(Mat A, PetscOptionItems *)
   PetscFunctionBegin;
   const StorageOptions before = d->settings.opts;
   PetscCall(AIJMPSetFromOptions(A, d->settings, "ellmp"));
-  const StorageOptions &now = d->settings.opts;
-  const bool changed = now.mode != before.mode || now.layout != before.layout || now.tolerance != before.tolerance ||
-                       now.range != before.range || now.range_factor != before.range_factor ||
-                       now.row_fraction != before.row_fraction;
-  if (changed && d->compact && !d->assembly) // an assembled matrix is stored anew in the new storage
-    PetscCall(change_through_aij(A, [](Mat) { return PetscErrorCode(0); }));
+  PetscCall(apply_settings(A, before));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatELLMPSetStorage_SeqELLMP(Mat A, MatAIJMPStorage storage)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  const StorageOptions before = d->settings.opts;
+  d->settings.opts.mode       = static_cast<StorageMode>(storage);
+  d->settings.explicitly_set |= kSetStorage;
+  PetscCall(apply_settings(A, before));
   PetscFunctionReturn(0);
 }
 
@@ -898,6 +917,8 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
+  PetscCall(
+      PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? MatELLMPSetStorage_SeqELLMP : nullptr));
   PetscCall(ELLMPComposeProducts(A, true, SeqELLMPTwin, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_seqaij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_aij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
@@ -1117,5 +1138,36 @@ PetscErrorCode MatCreate_SeqELLMP(Mat A)
   ((PetscObject)A)->bops->queryfunction = QueryFunction_SeqELLMP;
   PetscCall(compose_functions(A, true));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQELLMP));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatELLMPSetStorage - Sets how a `MATELLMP` matrix stores its values (the only copy); products compute in fp64.
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  storage - see `MatAIJMPStorage`
+
+   Options Database Key:
+.  -mat_ellmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit> - the storage
+
+   Notes:
+   Set before assembly, it decides how the assembled values are stored. On an assembled matrix the stored values
+   are stored anew in the new storage: a lossy storage rounds them, and a wider one later does not bring back what
+   was rounded away (the matrix is what it stores). Other matrix types ignore the call.
+
+   Level: beginner
+
+.seealso: `MATELLMP`, `MatAIJMPStorage`, `MatAIJMPSetStorage()`
+@*/
+PetscErrorCode MatELLMPSetStorage(Mat A, MatAIJMPStorage storage)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A),
+             PETSC_ERR_ARG_OUTOFRANGE, "Unknown ellmp storage %d", (int)storage);
+  PetscTryMethod(A, "MatELLMPSetStorage_C", (Mat, MatAIJMPStorage), (A, storage));
   PetscFunctionReturn(0);
 }
