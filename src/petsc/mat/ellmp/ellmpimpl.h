@@ -163,10 +163,6 @@ template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
   {
     return WithAIJCopy(A, Copy, [&](Mat M) { return MatCreateSubMatricesMPI(M, n, irow, icol, scall, submat); });
   }
-  static PetscErrorCode getmultiprocblock(Mat A, MPI_Comm comm, MatReuse scall, Mat *sub)
-  {
-    return WithAIJCopy(A, Copy, [&](Mat M) { return MatGetMultiProcBlock(M, comm, scall, sub); });
-  }
   static PetscErrorCode issymmetric(Mat A, PetscReal tol, PetscBool *flg)
   {
     return WithAIJCopy(A, Copy, [&](Mat M) { return MatIsSymmetric(M, tol, flg); });
@@ -236,7 +232,6 @@ template <PetscErrorCode (*Copy)(Mat, Mat *)> struct OpsThroughAIJ {
     o->getcolumnreductions     = getcolumnreductions;
     o->transpose               = transpose;
     o->createsubmatricesmpi    = createsubmatricesmpi;
-    o->getmultiprocblock       = getmultiprocblock;
     o->creategraph             = creategraph;
     o->convert                 = convert;
     o->createsubmatrices       = createsubmatrices;
