@@ -89,7 +89,8 @@ PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat,
 {
   PetscObject o         = (PetscObject)A;
   const char *self      = seq ? "seqellmp" : "mpiellmp";
-  const char *others[3] = {seq ? "seqaij" : "mpiaij", seq ? "seqdense" : "mpidense", self};
+  // AIJ, dense and MAIJ (multigrid interpolation with several components) partners, and ellmp itself
+  const char *others[4] = {seq ? "seqaij" : "mpiaij", seq ? "seqdense" : "mpidense", seq ? "seqmaij" : "mpimaij", self};
   char name[128];
 
   PetscFunctionBegin;
