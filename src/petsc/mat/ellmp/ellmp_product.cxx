@@ -87,8 +87,8 @@ PetscErrorCode MatProductSetFromOptions_ELLMP(Mat C)
 
 PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat, Mat *), bool on)
 {
-  PetscObject o         = (PetscObject)A;
-  const char *self      = seq ? "seqellmp" : "mpiellmp";
+  PetscObject o    = (PetscObject)A;
+  const char *self = seq ? "seqellmp" : "mpiellmp";
   // AIJ, dense and MAIJ (multigrid interpolation with several components) partners, and ellmp itself
   const char *others[4] = {seq ? "seqaij" : "mpiaij", seq ? "seqdense" : "mpidense", seq ? "seqmaij" : "mpimaij", self};
   char name[128];

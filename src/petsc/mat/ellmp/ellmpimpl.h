@@ -119,6 +119,10 @@ PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat,
 // Registers MatGetFactor for seqellmp and mpiellmp with every package PETSc offers for AIJ: the package's AIJ
 // factor, whose symbolic and numeric steps get the matrix's AIJ twin (ellmp_factor.cxx).
 PetscErrorCode ELLMPRegisterFactors(void);
+// The ellmp part of -mat_view ::ascii_info: aijmp's report and the memory per nonzero against AIJ's (memory: bytes
+// held, rows: the global row count).
+PetscErrorCode ELLMPViewReport(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &settings,
+                               double memory, PetscInt64 rows);
 // Adds B's copy to info (formats, bytes with AIJ's inode-aware bytes, builds) and gives its inode count.
 PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, PetscInt *inode_limit);
 
@@ -141,6 +145,58 @@ template <typename Fn> PetscErrorCode WithAIJCopy(Mat A, PetscErrorCode (*make_c
   PetscCall(MatDestroy(&M));
   PetscFunctionReturn(0);
 }
+
+// The operations that change values: AIJ does the arithmetic on an AIJ matrix holding the stored values and the
+// result is stored anew. Change::run(A, fn) runs fn on that matrix and stores it; Copy makes an AIJ copy of an
+// ellmp operand of AXPY.
+template <typename Change, PetscErrorCode (*Copy)(Mat, Mat *)> struct ValueChangesThroughAIJ {
+  static PetscErrorCode scale(Mat A, PetscScalar a)
+  {
+    return Change::run(A, [a](Mat M) { return MatScale(M, a); });
+  }
+  static PetscErrorCode shift(Mat A, PetscScalar a)
+  {
+    return Change::run(A, [a](Mat M) { return MatShift(M, a); });
+  }
+  static PetscErrorCode diagonalscale(Mat A, Vec l, Vec r)
+  {
+    return Change::run(A, [l, r](Mat M) { return MatDiagonalScale(M, l, r); });
+  }
+  static PetscErrorCode diagonalset(Mat A, Vec d, InsertMode mode)
+  {
+    return Change::run(A, [d, mode](Mat M) { return MatDiagonalSet(M, d, mode); });
+  }
+  static PetscErrorCode zerorows(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
+  {
+    return Change::run(A, [=](Mat M) { return MatZeroRows(M, n, rows, diag, x, b); });
+  }
+  static PetscErrorCode zerorowscolumns(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
+  {
+    return Change::run(A, [=](Mat M) { return MatZeroRowsColumns(M, n, rows, diag, x, b); });
+  }
+  static PetscErrorCode axpy(Mat Y, PetscScalar a, Mat X, MatStructure str)
+  {
+    PetscBool x_same_type;
+    Mat x_aij = X;
+
+    PetscFunctionBegin;
+    PetscCall(PetscObjectTypeCompare((PetscObject)X, ((PetscObject)Y)->type_name, &x_same_type));
+    if (x_same_type) PetscCall(Copy(X, &x_aij));
+    PetscCall(Change::run(Y, [&](Mat M) { return MatAXPY(M, a, x_aij, str); }));
+    if (x_same_type) PetscCall(MatDestroy(&x_aij));
+    PetscFunctionReturn(0);
+  }
+  static void install(MatOps o)
+  {
+    o->scale           = scale;
+    o->shift           = shift;
+    o->diagonalscale   = diagonalscale;
+    o->diagonalset     = diagonalset;
+    o->zerorows        = zerorows;
+    o->zerorowscolumns = zerorowscolumns;
+    o->axpy            = axpy;
+  }
+};
 
 // The operations ellmp leaves to AIJ, on a temporary copy made by Copy (to_aij, to_mpiaij): submatrices (their
 // results are AIJ, for the sub-solvers of bjacobi and asm) and overlaps.

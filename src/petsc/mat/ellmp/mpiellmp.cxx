@@ -15,6 +15,7 @@
 // for other ranks' rows are kept in call order; MatAssemblyBegin, collective,
 // moves both into the temporary MPIAIJ matrix.
 #include <algorithm>
+#include <utility>
 
 #include "mat/ellmp/ellmpimpl.h"
 
@@ -737,48 +738,13 @@ PetscErrorCode MatZeroEntries_MPIELLMP(Mat A)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode MatScale_MPIELLMP(Mat A, PetscScalar a)
-{
-  return change_through_aij(A, [a](Mat M) { return MatScale(M, a); });
-}
-
-PetscErrorCode MatShift_MPIELLMP(Mat A, PetscScalar a)
-{
-  return change_through_aij(A, [a](Mat M) { return MatShift(M, a); });
-}
-
-PetscErrorCode MatDiagonalScale_MPIELLMP(Mat A, Vec l, Vec r)
-{
-  return change_through_aij(A, [l, r](Mat M) { return MatDiagonalScale(M, l, r); });
-}
-
-PetscErrorCode MatDiagonalSet_MPIELLMP(Mat A, Vec v, InsertMode mode)
-{
-  return change_through_aij(A, [v, mode](Mat M) { return MatDiagonalSet(M, v, mode); });
-}
-
-PetscErrorCode MatZeroRows_MPIELLMP(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
-{
-  return change_through_aij(A, [=](Mat M) { return MatZeroRows(M, n, rows, diag, x, b); });
-}
-
-PetscErrorCode MatZeroRowsColumns_MPIELLMP(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
-{
-  return change_through_aij(A, [=](Mat M) { return MatZeroRowsColumns(M, n, rows, diag, x, b); });
-}
-
-PetscErrorCode MatAXPY_MPIELLMP(Mat Y, PetscScalar a, Mat X, MatStructure str)
-{
-  PetscBool x_ellmp;
-  Mat x_aij = X;
-
-  PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATMPIELLMP, &x_ellmp));
-  if (x_ellmp) PetscCall(to_mpiaij(X, &x_aij));
-  PetscCall(change_through_aij(Y, [&](Mat M) { return MatAXPY(M, a, x_aij, str); }));
-  if (x_ellmp) PetscCall(MatDestroy(&x_aij));
-  PetscFunctionReturn(0);
-}
+// ValueChangesThroughAIJ's way of running a change on this type
+struct Change {
+  template <typename Fn> static PetscErrorCode run(Mat A, Fn &&fn)
+  {
+    return change_through_aij(A, std::forward<Fn>(fn));
+  }
+};
 
 // ---- options, view, load, destroy ---------------------------------------------
 
@@ -876,16 +842,7 @@ PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 3, MPI_DOUBLE, MPI_SUM, comm_of(A)));
     info.bytes     = bytes[0];
     info.aij_bytes = bytes[1];
-    PetscCall(AIJMPViewInfo(viewer, info, d->settings, "ellmp"));
-    PetscInt64 nnz = 0;
-    for (int f = 0; f < kFormatCount; ++f)
-      nnz += info.nnz[f];
-    const double per = nnz ? 1.0 / (double)nnz : 0.0, aij = 12.0 * (double)nnz + 12.0 * (double)A->rmap->N;
-    PetscCall(PetscViewerASCIIPushTab(viewer));
-    PetscCall(PetscViewerASCIIPrintf(viewer,
-                                     "  memory: %.3g bytes per nonzero, the only copy (MATAIJ: %.3g, %.2fx more)\n",
-                                     bytes[2] * per, aij * per, bytes[2] > 0 ? aij / bytes[2] : 1.0));
-    PetscCall(PetscViewerASCIIPopTab(viewer));
+    PetscCall(ELLMPViewReport(viewer, info, d->settings, bytes[2], A->rmap->N));
     PetscFunctionReturn(0);
   }
   Mat M; // every other viewer sees the stored values through MPIAIJ's viewer
@@ -973,13 +930,6 @@ void set_operations(MatOps o)
   o->invertblockdiagonal         = MatInvertBlockDiagonal_MPIELLMP;
   o->invertvariableblockdiagonal = MatInvertVariableBlockDiagonal_MPIELLMP;
   o->zeroentries                 = MatZeroEntries_MPIELLMP;
-  o->scale                       = MatScale_MPIELLMP;
-  o->shift                       = MatShift_MPIELLMP;
-  o->diagonalscale               = MatDiagonalScale_MPIELLMP;
-  o->diagonalset                 = MatDiagonalSet_MPIELLMP;
-  o->zerorows                    = MatZeroRows_MPIELLMP;
-  o->zerorowscolumns             = MatZeroRowsColumns_MPIELLMP;
-  o->axpy                        = MatAXPY_MPIELLMP;
   o->copy                        = MatCopy_MPIELLMP;
   o->duplicate                   = MatDuplicate_MPIELLMP;
   o->setfromoptions              = MatSetFromOptions_MPIELLMP;
@@ -987,6 +937,7 @@ void set_operations(MatOps o)
   o->load                        = MatLoad_MPIELLMP;
   o->destroy                     = MatDestroy_MPIELLMP;
   OpsThroughAIJ<to_mpiaij>::install(o);
+  ValueChangesThroughAIJ<Change, to_mpiaij>::install(o);
   OpsThroughTwin<twin_of, store_twin_values>::install(o);
   o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }

@@ -10,6 +10,7 @@
 // change values (scale, shift, zero rows, AXPY, ...) go the same way: AIJ does
 // the arithmetic on the stored values, the result is stored anew.
 #include <algorithm>
+#include <utility>
 #include <cstring>
 
 #include <petscdmda.h>
@@ -721,48 +722,13 @@ PetscErrorCode MatZeroEntries_SeqELLMP(Mat A)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode MatScale_SeqELLMP(Mat A, PetscScalar a)
-{
-  return change_through_aij(A, [a](Mat aij) { return MatScale(aij, a); });
-}
-
-PetscErrorCode MatShift_SeqELLMP(Mat A, PetscScalar a)
-{
-  return change_through_aij(A, [a](Mat aij) { return MatShift(aij, a); });
-}
-
-PetscErrorCode MatDiagonalScale_SeqELLMP(Mat A, Vec l, Vec r)
-{
-  return change_through_aij(A, [l, r](Mat aij) { return MatDiagonalScale(aij, l, r); });
-}
-
-PetscErrorCode MatDiagonalSet_SeqELLMP(Mat A, Vec d, InsertMode mode)
-{
-  return change_through_aij(A, [d, mode](Mat aij) { return MatDiagonalSet(aij, d, mode); });
-}
-
-PetscErrorCode MatZeroRows_SeqELLMP(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
-{
-  return change_through_aij(A, [=](Mat aij) { return MatZeroRows(aij, n, rows, diag, x, b); });
-}
-
-PetscErrorCode MatZeroRowsColumns_SeqELLMP(Mat A, PetscInt n, const PetscInt rows[], PetscScalar diag, Vec x, Vec b)
-{
-  return change_through_aij(A, [=](Mat aij) { return MatZeroRowsColumns(aij, n, rows, diag, x, b); });
-}
-
-PetscErrorCode MatAXPY_SeqELLMP(Mat Y, PetscScalar a, Mat X, MatStructure str)
-{
-  PetscBool x_ellmp;
-  Mat x_aij = X;
-
-  PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)X, MATSEQELLMP, &x_ellmp));
-  if (x_ellmp) PetscCall(to_aij(X, &x_aij));
-  PetscCall(change_through_aij(Y, [&](Mat aij) { return MatAXPY(aij, a, x_aij, str); }));
-  if (x_ellmp) PetscCall(MatDestroy(&x_aij));
-  PetscFunctionReturn(0);
-}
+// ValueChangesThroughAIJ's way of running a change on this type
+struct Change {
+  template <typename Fn> static PetscErrorCode run(Mat A, Fn &&fn)
+  {
+    return change_through_aij(A, std::forward<Fn>(fn));
+  }
+};
 
 PetscErrorCode MatCopy_SeqELLMP(Mat A, Mat B, MatStructure str)
 {
@@ -864,19 +830,9 @@ PetscErrorCode MatView_SeqELLMP(Mat A, PetscViewer viewer)
       PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node routines\n"));
     MatAIJMPInfo info;
     PetscCall(PetscMemzero(&info, sizeof info));
-    PetscCall(AIJMPAccumulateInfo(*d->compact, info));
-    info.builds       = d->full_builds;
-    info.value_builds = d->value_builds;
-    info.aij_bytes    = d->aij_bytes;
-    PetscCall(AIJMPViewInfo(viewer, info, d->settings, "ellmp"));
-    const double nnz = static_cast<double>(PetscMax(d->compact->stats.nnz, 1));
-    const double aij = 12.0 * nnz + 12.0 * static_cast<double>(A->rmap->n); // values, columns; row offsets and lengths
-    const double own = static_cast<double>(compact_memory_bytes(*d->compact));
-    PetscCall(PetscViewerASCIIPushTab(viewer));
-    PetscCall(PetscViewerASCIIPrintf(viewer,
-                                     "  memory: %.3g bytes per nonzero, the only copy (MATAIJ: %.3g, %.2fx more)\n",
-                                     own / nnz, aij / nnz, aij / own));
-    PetscCall(PetscViewerASCIIPopTab(viewer));
+    PetscCall(SeqELLMPReport(A, info, nullptr, nullptr));
+    PetscCall(
+        ELLMPViewReport(viewer, info, d->settings, static_cast<double>(compact_memory_bytes(*d->compact)), A->rmap->N));
     PetscFunctionReturn(0);
   }
   // every other viewer sees the stored values through AIJ's viewer (binary files load as any AIJ type)
@@ -985,13 +941,6 @@ void set_operations(MatOps o)
   o->invertblockdiagonal         = MatInvertBlockDiagonal_SeqELLMP;
   o->invertvariableblockdiagonal = MatInvertVariableBlockDiagonal_SeqELLMP;
   o->zeroentries                 = MatZeroEntries_SeqELLMP;
-  o->scale                       = MatScale_SeqELLMP;
-  o->shift                       = MatShift_SeqELLMP;
-  o->diagonalscale               = MatDiagonalScale_SeqELLMP;
-  o->diagonalset                 = MatDiagonalSet_SeqELLMP;
-  o->zerorows                    = MatZeroRows_SeqELLMP;
-  o->zerorowscolumns             = MatZeroRowsColumns_SeqELLMP;
-  o->axpy                        = MatAXPY_SeqELLMP;
   o->copy                        = MatCopy_SeqELLMP;
   o->duplicate                   = MatDuplicate_SeqELLMP;
   o->setfromoptions              = MatSetFromOptions_SeqELLMP;
@@ -1001,6 +950,7 @@ void set_operations(MatOps o)
   o->getrowij                    = MatGetRowIJ_SeqELLMP;
   o->restorerowij                = MatRestoreRowIJ_SeqELLMP;
   OpsThroughAIJ<to_aij>::install(o);
+  ValueChangesThroughAIJ<Change, to_aij>::install(o);
   OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::install(o);
   o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
@@ -1020,6 +970,25 @@ PetscErrorCode SeqELLMPCreateBlock(PetscInt m, PetscInt n, PetscInt rbs, PetscIn
   PetscCall(PetscLayoutSetUp((*B)->cmap));
   data_of(*B)->settings              = settings;
   data_of(*B)->settings.options_read = true; // the parent's settings, not this block's options
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode ELLMPViewReport(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &settings,
+                               double memory, PetscInt64 rows)
+{
+  PetscInt64 nnz = 0;
+
+  PetscFunctionBegin;
+  PetscCall(AIJMPViewInfo(viewer, info, settings, "ellmp"));
+  for (int f = 0; f < kFormatCount; ++f)
+    nnz += info.nnz[f];
+  // AIJ: values and columns per nonzero, row offsets and lengths per row
+  const double per = nnz ? 1.0 / (double)nnz : 0.0, aij = 12.0 * (double)nnz + 12.0 * (double)rows;
+  PetscCall(PetscViewerASCIIPushTab(viewer));
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "  memory: %.3g bytes per nonzero, the only copy (MATAIJ: %.3g, %.2fx more)\n",
+                                   memory * per, aij * per, memory > 0 ? aij / memory : 1.0));
+  PetscCall(PetscViewerASCIIPopTab(viewer));
   PetscFunctionReturn(0);
 }
 
