@@ -163,11 +163,134 @@ template <int... S> PetscErrorCode register_factors(std::integer_sequence<int, S
   PetscFunctionReturn(0);
 }
 
+// QR (PCQR: SPQR). Its steps are composed functions, and SPQR also factors
+// the normal matrices A^T A and A^H A of KSPLSQR by reading their inner matrix
+// as a SeqAIJ's arrays; an ellmp inner matrix is given to SPQR as a normal
+// matrix of its AIJ twin instead (bitwise the factor of AIJ's stored values).
+using QRSymbolic                  = PetscErrorCode (*)(Mat, Mat, IS, const MatFactorInfo *);
+constexpr const char *kQRSymbolic = "PetscMPQRSymbolic_C", *kQRNumeric = "PetscMPQRNumeric_C";
+
+// fn(m): A itself, or, where A or the inner matrix of a normal A is an ellmp
+// matrix, the same matrix made of its AIJ twin.
+template <typename Fn> PetscErrorCode with_aij_inner(Mat A, Fn &&fn)
+{
+  PetscBool hermitian = PETSC_FALSE, normal = PETSC_FALSE;
+  PetscErrorCode (*twin)(Mat, Mat *) = nullptr;
+  Mat inner = A, aij = nullptr, wrapped = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATNORMALHERMITIAN, &hermitian));
+  if (!hermitian) PetscCall(PetscObjectTypeCompare((PetscObject)A, MATNORMAL, &normal));
+  if (hermitian) PetscCall(MatNormalHermitianGetMat(A, &inner));
+  if (normal) PetscCall(MatNormalGetMat(A, &inner));
+  PetscCall(PetscObjectQueryFunction((PetscObject)inner, "PetscMPTwin_C", &twin));
+  if (!twin) {
+    PetscCall(fn(A));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(twin(inner, &aij));
+  if (hermitian)
+    PetscCall(MatCreateNormalHermitian(aij, &wrapped));
+  else if (normal)
+    PetscCall(MatCreateNormal(aij, &wrapped));
+  PetscCall(fn(wrapped ? wrapped : aij));
+  PetscCall(MatDestroy(&wrapped));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode qr_numeric(Mat F, Mat A, const MatFactorInfo *info)
+{
+  Numeric aij_numeric = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)F, kQRNumeric, &aij_numeric));
+  PetscCheck(aij_numeric, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the QR factor lost its numeric step");
+  PetscCall(with_aij_inner(A, [&](Mat aij) { return aij_numeric(F, aij, info); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode qr_symbolic(Mat F, Mat A, IS col, const MatFactorInfo *info)
+{
+  QRSymbolic aij_symbolic = nullptr;
+  Numeric aij_numeric     = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)F, kQRSymbolic, &aij_symbolic));
+  PetscCheck(aij_symbolic, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the QR factor lost its symbolic step");
+  PetscCall(with_aij_inner(A, [&](Mat aij) { return aij_symbolic(F, aij, col, info); }));
+  PetscCall(PetscObjectQueryFunction((PetscObject)F, "MatQRFactorNumeric_C", &aij_numeric));
+  if (aij_numeric && aij_numeric != qr_numeric) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)F, kQRNumeric, aij_numeric));
+    PetscCall(PetscObjectComposeFunction((PetscObject)F, "MatQRFactorNumeric_C", qr_numeric));
+  }
+  PetscFunctionReturn(0);
+}
+
+// Puts qr_symbolic in front of the QR factor's own symbolic step.
+PetscErrorCode wrap_qr_symbolic(Mat F)
+{
+  QRSymbolic aij_symbolic = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)F, "MatQRFactorSymbolic_C", &aij_symbolic));
+  if (aij_symbolic && aij_symbolic != qr_symbolic) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)F, kQRSymbolic, aij_symbolic));
+    PetscCall(PetscObjectComposeFunction((PetscObject)F, "MatQRFactorSymbolic_C", qr_symbolic));
+  }
+  PetscFunctionReturn(0);
+}
+
+// SPQR's own factor makers, kept before ours replace them.
+PetscErrorCode (*spqr_of_seqaij)(Mat, MatFactorType, Mat *)  = nullptr;
+PetscErrorCode (*spqr_of_normal)(Mat, MatFactorType, Mat *)  = nullptr;
+PetscErrorCode (*spqr_of_normalh)(Mat, MatFactorType, Mat *) = nullptr;
+
+// A QR factor of a seqellmp matrix: SPQR's factor of a SeqAIJ of its shape.
+PetscErrorCode get_qr_factor_seqellmp(Mat A, MatFactorType ftype, Mat *F)
+{
+  PetscFunctionBegin;
+  PetscCall(get_factor(MATSOLVERSPQR, A, ftype, F));
+  if (*F) PetscCall(wrap_qr_symbolic(*F));
+  PetscFunctionReturn(0);
+}
+
+// SPQR's factor of a normal matrix, whose steps read an ellmp inner matrix through its twin.
+template <PetscErrorCode (**Original)(Mat, MatFactorType, Mat *)>
+PetscErrorCode get_qr_factor_normal(Mat A, MatFactorType ftype, Mat *F)
+{
+  PetscFunctionBegin;
+  PetscCall((*Original)(A, ftype, F));
+  if (*F) PetscCall(wrap_qr_symbolic(*F));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode register_qr_factors(void)
+{
+  PetscBool found_solver = PETSC_FALSE, found_type = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  if (spqr_of_seqaij || spqr_of_normal || spqr_of_normalh)
+    PetscFunctionReturn(0); // once: a replacement must not find itself
+  PetscCall(MatSolverTypeGet(MATSOLVERSPQR, MATSEQAIJ, MAT_FACTOR_QR, &found_solver, &found_type, &spqr_of_seqaij));
+  PetscCall(MatSolverTypeGet(MATSOLVERSPQR, MATNORMAL, MAT_FACTOR_QR, &found_solver, &found_type, &spqr_of_normal));
+  PetscCall(
+      MatSolverTypeGet(MATSOLVERSPQR, MATNORMALHERMITIAN, MAT_FACTOR_QR, &found_solver, &found_type, &spqr_of_normalh));
+  if (spqr_of_seqaij)
+    PetscCall(MatSolverTypeRegister(MATSOLVERSPQR, MATSEQELLMP, MAT_FACTOR_QR, get_qr_factor_seqellmp));
+  if (spqr_of_normal)
+    PetscCall(MatSolverTypeRegister(MATSOLVERSPQR, MATNORMAL, MAT_FACTOR_QR, get_qr_factor_normal<&spqr_of_normal>));
+  if (spqr_of_normalh)
+    PetscCall(MatSolverTypeRegister(MATSOLVERSPQR, MATNORMALHERMITIAN, MAT_FACTOR_QR,
+                                    get_qr_factor_normal<&spqr_of_normalh>));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode ELLMPRegisterFactors(void)
 {
   PetscFunctionBegin;
+  PetscCall(register_qr_factors());
   PetscCall(register_factors(std::make_integer_sequence<int, kSolverCount>{}, MATSEQELLMP, MATSEQAIJ));
   PetscCall(register_factors(std::make_integer_sequence<int, kSolverCount>{}, MATMPIELLMP, MATMPIAIJ));
   PetscFunctionReturn(0);

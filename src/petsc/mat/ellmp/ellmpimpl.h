@@ -119,6 +119,10 @@ PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat,
 // Registers MatGetFactor for seqellmp and mpiellmp with every package PETSc offers for AIJ: the package's AIJ
 // factor, whose symbolic and numeric steps get the matrix's AIJ twin (ellmp_factor.cxx).
 PetscErrorCode ELLMPRegisterFactors(void);
+// The AIJ matrix of `type` that MatLoad reads A's file into, before A stores
+// it: options prefix of its own (the user's -mat_view is not for it), A's
+// block size or -matload_block_size under A's prefix.
+PetscErrorCode ELLMPNewLoadMatrix(Mat A, MatType type, Mat *M);
 // The ellmp part of -mat_view ::ascii_info: aijmp's report and the memory per nonzero against AIJ's (memory: bytes
 // held, rows: the global row count).
 PetscErrorCode ELLMPViewReport(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &settings,

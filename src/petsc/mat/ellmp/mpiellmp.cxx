@@ -858,12 +858,11 @@ PetscErrorCode MatLoad_MPIELLMP(Mat A, PetscViewer viewer)
   Mat M;
 
   PetscFunctionBegin;
-  PetscCall(MatCreate(comm_of(A), &M));
-  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)M, ((PetscObject)A)->prefix));
-  PetscCall(MatSetType(M, MATMPIAIJ));
+  PetscCall(ELLMPNewLoadMatrix(A, MATMPIAIJ, &M));
   if (A->rmap->n >= 0 || A->rmap->N >= 0) PetscCall(MatSetSizes(M, A->rmap->n, A->cmap->n, A->rmap->N, A->cmap->N));
   PetscCall(MatLoad(M, viewer));
   if (A->rmap->N < 0) PetscCall(MatSetSizes(A, M->rmap->n, M->cmap->n, M->rmap->N, M->cmap->N));
+  PetscCall(MatSetBlockSizesFromMats(A, M, M)); // the file's or -matload_block_size
   PetscCall(PetscLayoutSetUp(A->rmap));
   PetscCall(PetscLayoutSetUp(A->cmap));
   PetscCall(MatDestroy(&d->assembly));

@@ -849,13 +849,12 @@ PetscErrorCode MatLoad_SeqELLMP(Mat A, PetscViewer viewer)
   Mat aij;
 
   PetscFunctionBegin;
-  PetscCall(MatCreate(PETSC_COMM_SELF, &aij));
-  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)aij, ((PetscObject)A)->prefix)); // -matload_block_size
-  PetscCall(MatSetType(aij, MATSEQAIJ));
+  PetscCall(ELLMPNewLoadMatrix(A, MATSEQAIJ, &aij));
   if (A->rmap->n >= 0 || A->cmap->n >= 0) PetscCall(MatSetSizes(aij, A->rmap->n, A->cmap->n, A->rmap->N, A->cmap->N));
   PetscCall(MatLoad(aij, viewer));
   if (A->rmap->n < 0 || A->cmap->n < 0)
     PetscCall(MatSetSizes(A, aij->rmap->n, aij->cmap->n, aij->rmap->N, aij->cmap->N));
+  PetscCall(MatSetBlockSizesFromMats(A, aij, aij)); // the file's or -matload_block_size
   PetscCall(PetscLayoutSetUp(A->rmap));
   PetscCall(PetscLayoutSetUp(A->cmap));
   PetscCall(MatDestroy(&d->assembly));
@@ -1013,6 +1012,20 @@ PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool
 PetscErrorCode SeqELLMPToAIJ(Mat A, Mat *aij)
 {
   return to_aij(A, aij);
+}
+
+PetscErrorCode ELLMPNewLoadMatrix(Mat A, MatType type, Mat *M)
+{
+  PetscInt bs   = A->rmap->bs;
+  PetscBool set = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsGetInt(((PetscObject)A)->options, ((PetscObject)A)->prefix, "-matload_block_size", &bs, &set));
+  PetscCall(MatCreate(PetscObjectComm((PetscObject)A), M));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)*M, "petscmp_internal_"));
+  PetscCall(MatSetType(*M, type));
+  if (bs > 1) PetscCall(MatSetBlockSize(*M, bs));
+  PetscFunctionReturn(0);
 }
 
 PetscErrorCode SeqELLMPTwin(Mat A, Mat *aij)
