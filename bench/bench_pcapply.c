@@ -11,7 +11,8 @@ static char help[] =
     "  -fp32_fraction <real> fraction of blocks with kappa ~360 (default 0)\n"
     "  -reps <int>           timed applies per preconditioner (default 15)\n"
     "  -setup_reps <int>     warm setups per preconditioner after the applies: new values (MatScale by 2 and 1/2),\n"
-    "                        then PCSetUp timed, in rotating order, as in a Newton loop; the median is reported (default 3)\n"
+    "                        then PCSetUp timed, in rotating order, as in a Newton loop; the median is reported "
+    "(default 3)\n"
     "  -stream_mib <int>     MiB per STREAM array (default 512)\n\n";
 
 #include <petscksp.h>
@@ -245,8 +246,10 @@ int main(int argc, char **argv)
       "Apply y = M^-1 x, fp64 arithmetic everywhere. %" PetscInt_FMT
       " rounds of all preconditioners in rotating order, each apply\n"
       "timed alone between barriers; 'apply ms' is the median, 'speedup' = median(PETSc reference) / median(variant),\n"
-      "'setup x' = setup time / the reference's setup time (the first setup, fresh memory included; 'warm': the median\n"
-      "of %" PetscInt_FMT " later setups on new values, in rotating order, as in a Newton loop). Bytes moved per apply: the\n"
+      "'setup x' = setup time / the reference's setup time (the first setup, fresh memory included; 'warm': the "
+      "median\n"
+      "of %" PetscInt_FMT
+      " later setups on new values, in rotating order, as in a Newton loop). Bytes moved per apply: the\n"
       "stored inverses + 8 bytes of x\n"
       "and 8 of y per row (VPBJACOBI/PBJACOBI: the fp64 inverses). rel.err = ||y - y_ref||_2 / ||y_ref||_2.\n",
       size, triad_gbs, reps, setup_reps));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <utility>
 
@@ -87,3 +88,28 @@ TEST(BigBuffer, ReleasedMemoryGoesBackToTheSystem)
 #endif
 
 } // namespace
+
+// discard_pages gives back whole pages inside the range only: they read as zeros, and the bytes of pages the range
+// only touches (here its first and last ones) keep their values.
+TEST(DiscardPages, WholePagesInsideTheRangeOnly)
+{
+  BigBuffer b;
+  b.allocate(BigBuffer::kHugePage); // mapped, 2 MiB-aligned: page boundaries are known
+  auto *bytes = static_cast<unsigned char *>(b.data());
+  std::memset(bytes, 0x5a, b.size());
+  const std::size_t from = 3 * 4096 + 100, to = 40 * 4096 + 7; // pages 4 .. 39 lie wholly inside
+  petscmp::discard_pages(bytes + from, bytes + to);
+  std::size_t kept = 0, zero = 0;
+  for (std::size_t i = 0; i < b.size(); ++i)
+    (bytes[i] == 0x5a ? kept : zero) += 1;
+#if defined(__linux__)
+  EXPECT_EQ(zero, std::size_t(36) * 4096);
+  for (std::size_t i = 4 * 4096; i < 40 * 4096; ++i)
+    ASSERT_EQ(bytes[i], 0) << "byte " << i << " of a page given back";
+#endif
+  for (std::size_t i = 0; i < 4 * 4096; ++i)
+    ASSERT_EQ(bytes[i], 0x5a) << "byte " << i << " before the range's first whole page changed";
+  for (std::size_t i = 40 * 4096; i < b.size(); ++i)
+    ASSERT_EQ(bytes[i], 0x5a) << "byte " << i << " after the range's last whole page changed";
+  EXPECT_EQ(kept + zero, b.size());
+}

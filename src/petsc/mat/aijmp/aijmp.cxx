@@ -82,6 +82,18 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                               "bytes: products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
                               "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
   }
+  if (!is_aijmp(family)) {
+    PetscInt step = static_cast<PetscInt>(s.assembly_step);
+    PetscCall(
+        PetscOptionsInt("-mat_ellmp_assembly_step",
+                        "Nonzeros stored per step of an assembly: the assembly matrix's memory of the rows "
+                        "stored is given back after each step (0: automatic, a 32nd of the matrix, at least 2^21)",
+                        "MATELLMP", step, &step, &flg));
+    PetscCheck(step >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+               "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
+               step);
+    s.assembly_step = step;
+  }
   PetscCall(PetscOptionsInt(
       OptionName(family, "threads"),
       "OpenMP threads per process for products and for writing the compact values (0: 1, or OMP_NUM_THREADS)",
@@ -124,7 +136,15 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
                                    &layout, &flg));
     if (flg) s.opts.layout = static_cast<Layout>(layout);
   }
-  if (!is_aijmp(family)) PetscFunctionReturn(0);
+  if (!is_aijmp(family)) {
+    PetscInt step = static_cast<PetscInt>(s.assembly_step);
+    PetscCall(PetscOptionsGetInt(options, prefix, "-mat_ellmp_assembly_step", &step, nullptr));
+    PetscCheck(step >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+               "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
+               step);
+    s.assembly_step = step;
+    PetscFunctionReturn(0);
+  }
   if (!(s.explicitly_set & kSetKernel)) {
     PetscInt kernel = static_cast<PetscInt>(s.kernel);
     PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_kernel", MatAIJMPKernels, 3, &kernel, &flg));

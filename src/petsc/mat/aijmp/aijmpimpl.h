@@ -2,6 +2,8 @@
 // A->spptr, and the functions seq and MPI share.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <new>
@@ -20,9 +22,12 @@ struct AIJMPSettings {
   PetscInt nthreads     = 0; // 0: openmp::default_thread_count()
   MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_AUTO;
   // auto, lossless, a copy that saves under 10% of AIJ's inode bytes: AIJ products before the timed trial (< 0: never)
-  PetscInt trial_after    = 100;
-  bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
-  unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
+  PetscInt trial_after = 100;
+  // ellmp: nonzeros stored per step of an assembly, the assembly matrix's memory of the stored rows given back
+  // after each (0: automatic)
+  PetscInt64 assembly_step = 0;
+  bool options_read        = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
+  unsigned explicitly_set  = 0;     // fields set through the C API win over a lazy options read
 };
 enum : unsigned {
   kSetStorage   = 1,
@@ -187,13 +192,49 @@ PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s);
 PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact, bool value_only = false);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
+// The rows_done of build_compact_parts_by_rows when the parts are the arrays of assembly matrices that are destroyed
+// right after the build: the values and column indices of the rows stored so far are given back to the system, so
+// that the memory of an assembly peaks at the assembly matrix's (its copy grows as the matrix shrinks).
+class StoredRowsReturn {
+public:
+  explicit StoredRowsReturn(const std::vector<CsrView<PetscInt>> &views) : views_(views), done_(views.size(), 0) {}
+  void operator()(std::int64_t rows)
+  {
+    for (std::size_t i = 0; i < views_.size(); ++i) {
+      const CsrView<PetscInt> &v = views_[i];
+      const std::int64_t from = done_[i], to = v.rowptr[rows];
+      if (to <= from) continue;
+      if (v.values) discard_pages(v.values + from, v.values + to);
+      if (v.cols) discard_pages(v.cols + from, v.cols + to);
+      // (a page cut by `to` is given back next time, from the page boundary on)
+      done_[i] = to;
+    }
+  }
+
+private:
+  std::vector<CsrView<PetscInt>> views_;
+  std::vector<std::int64_t> done_;
+};
+
+// Nonzeros stored per step of an assembly (settings.assembly_step, else automatic): a 32nd of the matrix, at least
+// 2^21, so that the assembly's peak memory is the assembly matrix's and a few percent, in few enough blocks that
+// products do not notice them.
+inline std::int64_t AssemblyStep(const AIJMPSettings &settings, std::int64_t nnz)
+{
+  if (settings.assembly_step > 0) return settings.assembly_step;
+  return std::max<std::int64_t>(nnz / 32, std::int64_t(1) << 21);
+}
+
 // The compact copies of an MPI matrix's diagonal (Ad) and off-diagonal (Ao) SeqAIJ blocks, each row's format decided
 // over both (rowsplit's range over all ranks of comm: collective then). cd, co: in, the copies being replaced (their
 // memory reused; refilled in place when same_d/same_o say they were made from the blocks' current patterns), may be
 // null; out, the new copies. own_indices: every block stores its column indices (ellmp).
+// With own_indices, new copies are built a range of rows at a time (build_compact_parts_by_rows); temporary: Ad and Ao
+// belong to an assembly matrix destroyed right after, unread, and the memory of their stored rows is given back.
 PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, bool own_indices,
                                bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
-                               std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o);
+                               std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o,
+                               bool temporary = false);
 // The OpenMP threads of -mat_aijmp_threads (0: 1, or OMP_NUM_THREADS), for products and builds.
 int AIJMPThreadCount(const AIJMPSettings &s);
 // Whether A's next products may read its compact copy (false when they use AIJ's kernel).

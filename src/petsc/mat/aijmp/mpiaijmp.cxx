@@ -12,7 +12,7 @@ PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat
 
 PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, bool own_indices,
                                bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
-                               std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o)
+                               std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o, bool temporary)
 {
   CsrView<PetscInt> vd, vo;
   const StorageOptions &base = settings.opts;
@@ -50,7 +50,15 @@ PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSetting
       parts[1].reusable = same_o && co;
       if (cd) parts[0].copy = std::move(*cd);
       if (co) parts[1].copy = std::move(*co);
-      update_compact_parts(parts);
+      if (own_indices && !parts[0].reusable && !parts[1].reusable) { // ellmp: a range of rows at a time
+        const std::int64_t nnz  = (vd.nrows ? vd.rowptr[vd.nrows] : 0) + (vo.nrows ? vo.rowptr[vo.nrows] : 0);
+        const std::int64_t step = AssemblyStep(settings, nnz);
+        if (temporary)
+          build_compact_parts_by_rows(parts, step, StoredRowsReturn({vd, vo}));
+        else
+          build_compact_parts_by_rows(parts, step, [](std::int64_t) {});
+      } else
+        update_compact_parts(parts);
       *refilled_d = parts[0].refilled;
       *refilled_o = parts[1].refilled;
       cd          = std::make_unique<CompactCsr>(std::move(parts[0].copy));

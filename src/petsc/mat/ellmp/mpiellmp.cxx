@@ -163,8 +163,9 @@ PetscErrorCode make_scatter(Mat A)
   PetscFunctionReturn(0);
 }
 
-// Stores the blocks of the assembled MPIAIJ matrix M as the matrix (collective).
-PetscErrorCode store_from_mpiaij(Mat A, Mat M)
+// Stores the blocks of the assembled MPIAIJ matrix M as the matrix (collective). temporary: M is destroyed right
+// after, unread (the memory of its stored rows is given back during the build).
+PetscErrorCode store_from_mpiaij(Mat A, Mat M, bool temporary = false)
 {
   MPIELLMP *d = data_of(A);
   Mat Ad, Ao;
@@ -191,7 +192,8 @@ PetscErrorCode store_from_mpiaij(Mat A, Mat M)
   }
   bool refilled_d, refilled_o;
   PetscCall(PetscLogEventBegin(MATELLMP_Build, A, 0, 0, 0));
-  PetscCall(AIJMPBuildParts(comm_of(A), Ad, Ao, d->settings, true, same_d, same_o, cd, co, &refilled_d, &refilled_o));
+  PetscCall(AIJMPBuildParts(comm_of(A), Ad, Ao, d->settings, true, same_d, same_o, cd, co, &refilled_d, &refilled_o,
+                            temporary));
   if (!d->diag) PetscCall(SeqELLMPCreateBlock(A->rmap->n, A->cmap->n, A->rmap->bs, A->cmap->bs, d->settings, &d->diag));
   if (!same_columns) {
     PetscCall(MatDestroy(&d->off));
@@ -342,7 +344,7 @@ template <typename Fn> PetscErrorCode change_through_aij(Mat A, Fn &&fn)
     PetscCall(MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY));
     PetscCall(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
   }
-  PetscCall(store_from_mpiaij(A, M));
+  PetscCall(store_from_mpiaij(A, M, true));
   PetscCall(MatDestroy(&M));
   PetscFunctionReturn(0);
 }
@@ -406,7 +408,7 @@ PetscErrorCode MatAssemblyEnd_MPIELLMP(Mat A, MatAssemblyType type)
   if (!d->assembly) PetscFunctionReturn(0);
   PetscCall(MatAssemblyEnd(d->assembly, type));
   if (type == MAT_FLUSH_ASSEMBLY) PetscFunctionReturn(0);
-  PetscCall(store_from_mpiaij(A, d->assembly));
+  PetscCall(store_from_mpiaij(A, d->assembly, true));
   PetscCall(MatDestroy(&d->assembly));
   ReleaseFreedMemory();
   PetscFunctionReturn(0);
@@ -868,7 +870,7 @@ PetscErrorCode MatLoad_MPIELLMP(Mat A, PetscViewer viewer)
   PetscCall(MatDestroy(&d->assembly));
   PetscCall(MatDestroy(&d->local_rows));
   d->pending.clear();
-  PetscCall(store_from_mpiaij(A, M));
+  PetscCall(store_from_mpiaij(A, M, true));
   PetscCall(MatDestroy(&M));
   A->preallocated = PETSC_TRUE;
   PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));

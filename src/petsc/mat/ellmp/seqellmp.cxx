@@ -176,7 +176,10 @@ PetscErrorCode install_compact(Mat A, Mat aij, std::unique_ptr<CompactCsr> c, bo
 
 // Stores the values of the assembled SeqAIJ matrix `aij` as the matrix.
 // same_pattern: aij has the pattern of the stored copy (its layout may be kept).
-PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern)
+// A new layout is built a range of rows at a time; temporary: aij is an
+// assembly matrix destroyed right after, unread, and the memory of its stored
+// rows is given back as the copy grows (its values then read as zeros).
+PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern, bool temporary = false)
 {
   SeqELLMP *d = data_of(A);
   CsrView<PetscInt> view;
@@ -192,7 +195,20 @@ PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern)
   PetscCall(guarded([&] {
     std::unique_ptr<CompactCsr> old = std::move(d->compact);
     value_only                      = same_pattern && old && refill_compact_values(view, opts, *old);
-    c = value_only ? std::move(old) : std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get()));
+    if (value_only)
+      c = std::move(old);
+    else { // a range of rows at a time however the matrix came (the same storage from an assembly or a conversion)
+      old.reset();
+      std::vector<CompactPart<PetscInt>> parts(1);
+      parts[0].csr  = view;
+      parts[0].opts = opts;
+      const std::int64_t step = AssemblyStep(d->settings, view.nrows ? view.rowptr[view.nrows] : 0);
+      if (temporary)
+        build_compact_parts_by_rows(parts, step, StoredRowsReturn({view}));
+      else
+        build_compact_parts_by_rows(parts, step, [](std::int64_t) {});
+      c = std::make_unique<CompactCsr>(std::move(parts[0].copy));
+    }
   }));
   PetscCall(install_compact(A, aij, std::move(c), value_only, same_pattern));
   PetscCall(PetscLogEventEnd(MATELLMP_Build, A, 0, 0, 0));
@@ -210,7 +226,7 @@ PetscErrorCode close_assembly(Mat A)
     PetscCall(MatAssemblyEnd(d->assembly, MAT_FINAL_ASSEMBLY));
   }
   const bool same_pattern = d->reopened_pattern >= 0 && d->assembly->nonzerostate == d->reopened_pattern;
-  PetscCall(store_from_aij(A, d->assembly, same_pattern));
+  PetscCall(store_from_aij(A, d->assembly, same_pattern, true));
   PetscCall(MatDestroy(&d->assembly));
   ReleaseFreedMemory();
   PetscFunctionReturn(0);

@@ -66,6 +66,23 @@ public:
     capacity_ = size_ = 0;
     mapped_           = false;
   }
+  // Gives back the memory past size() of a mapped buffer, whole 4 KiB pages (a
+  // huge page is split): a buffer of just over 2 MiB holds 4 MiB otherwise, and
+  // a copy made of many blocks (ellmp's assembly, a range of rows at a time)
+  // would hold up to 2 MiB more per array of each block.
+  void trim() noexcept
+  {
+#if defined(__linux__)
+    const std::size_t keep = round_up(size_, 4096);
+    if (!mapped_ || keep >= capacity_) return;
+    if (keep == 0) {
+      release();
+      return;
+    }
+    (void)munmap(data_ + keep, capacity_ - keep);
+    capacity_ = keep;
+#endif
+  }
   std::size_t size() const
   {
     return size_;
@@ -169,6 +186,21 @@ public:
 private:
   BigBuffer buffer_;
 };
+
+// Gives the pages lying wholly inside [begin, end) back to the system while
+// the memory stays allocated: they read as zeros afterwards. For a large
+// array that will not be read again before it is freed (ellmp's assembly
+// matrix, as its rows are stored), so that its memory shrinks as the copy
+// grows. Pages shared with anything outside the range are kept.
+inline void discard_pages([[maybe_unused]] const void *begin, [[maybe_unused]] const void *end)
+{
+#if defined(__linux__)
+  constexpr std::uintptr_t page = 4096;
+  const std::uintptr_t first    = (reinterpret_cast<std::uintptr_t>(begin) + page - 1) & ~(page - 1);
+  const std::uintptr_t last     = reinterpret_cast<std::uintptr_t>(end) & ~(page - 1);
+  if (last > first) (void)madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+#endif
+}
 
 // Buffers of a copy being replaced, lent to the copy that replaces it: a
 // rebuild after a value change then writes into memory that is already

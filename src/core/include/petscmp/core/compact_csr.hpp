@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -372,6 +373,23 @@ template <typename Index> struct CompactPart {
 // when a row needs another format, the formats are chosen first and each part
 // is refilled or assembled with them.
 template <typename Index> void update_compact_parts(std::vector<CompactPart<Index>> &parts);
+
+// update_compact_parts for a matrix that has no copy to reuse, a range of rows
+// at a time: each range holds about step_nnz nonzeros of all parts together
+// (the first ones fewer, from step_nnz / 64 up by a quarter each) and starts
+// where a run of parts[0].csr.run_sizes starts. Each range is built
+// as update_compact_parts builds a whole matrix, its relative changes are
+// measured, and then rows_done(r) says that rows [0, r) of every part will
+// not be read again, so that the caller may give their memory back while the
+// copies grow (ellmp: the peak memory of an assembly stays that of the
+// assembly matrix). The copies hold what a whole build gives (values,
+// formats, summation order); blocks, nodes and slices end at range ends.
+// Every part needs opts.own_indices (the copies may not read the master
+// afterwards). With step_nnz <= 0, or all nonzeros in one step, the whole
+// matrix is one range. The parts' copies on entry are dropped first.
+template <typename Index>
+void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::int64_t step_nnz,
+                                 const std::function<void(std::int64_t)> &rows_done);
 
 // Fills copy.stats.per_format[].max_relative_error, the largest relative
 // change |stored - a| / |a| of an entry of each format (Inf where a value

@@ -1,0 +1,198 @@
+/* The matrices the petscmp benchmarks assemble (of any Mat type), and the processor they run on. */
+#ifndef PETSCMP_BENCH_MATRICES_H
+#define PETSCMP_BENCH_MATRICES_H
+
+#include <petscmat.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "petscmp.h"
+
+/* The processor and the instruction sets, as the CPU reports them and as this build uses them. */
+static inline PetscErrorCode PrintCpu(MPI_Comm comm)
+{
+  char line[4096], model[256] = "unknown", flags[4096] = "";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+
+  PetscFunctionBeginUser;
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10) && !strcmp(model, "unknown")) sscanf(line, "model name : %255[^\n]", model);
+    if (!strncmp(line, "flags", 5) && !flags[0]) PetscCall(PetscStrncpy(flags, line, sizeof flags));
+  }
+  if (f) fclose(f);
+  const char *isa[] = {"avx2",     "fma",         "f16c",        "avx512f", "avx512bw",
+                       "avx512vl", "avx512_bf16", "avx512_fp16", "amx_tile"};
+  PetscCall(PetscPrintf(comm, "CPU: %s; reports:", model));
+  for (size_t i = 0; i < sizeof isa / sizeof isa[0]; i++) {
+    char pat[32];
+    PetscCall(PetscSNPrintf(pat, sizeof pat, " %s ", isa[i]));
+    PetscCall(PetscPrintf(comm, " %s%s", strstr(flags, pat) ? "+" : "-", isa[i]));
+  }
+  PetscCall(PetscPrintf(comm, "\nlibpetscmp kernels compiled with: %s\n", PetscMPCompiledISA()));
+  PetscFunctionReturn(0);
+}
+
+/* The 7-point Laplacian (6 on the diagonal, -1 off it) or a 27-point operator with values uniform in [-1, 1]
+   off the diagonal and 27 + uniform[-1, 1] on it, on an n^3 grid in lexicographic order, rows split in
+   contiguous blocks. The random values are drawn row after row from one PetscRandom stream, each rank skipping
+   the rows before its own: the matrix is the same for any number of ranks. */
+static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt n, PetscBool full27, PetscInt64 seed,
+                                          Mat *A)
+{
+  const PetscInt64 N64 = (PetscInt64)n * n * n;
+  PetscInt N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[27];
+  PetscScalar v[27];
+  PetscRandom rnd = NULL;
+  PetscMPIInt size;
+
+  PetscFunctionBeginUser;
+  PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
+  PetscCheck(N64 * (full27 ? 27 : 7) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
+  N = (PetscInt)N64;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(PetscSplitOwnership(comm, &m, &N));
+  PetscCallMPI(MPI_Scan(&m, &rstart, 1, MPIU_INT, MPI_SUM, comm));
+  rstart -= m;
+  const PetscInt rend = rstart + m;
+
+  /* exact preallocation */
+  PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
+  for (PetscInt row = rstart; row < rend; row++) {
+    const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
+    PetscInt d = 0, o = 0;
+    for (PetscInt dk = -1; dk <= 1; dk++)
+      for (PetscInt dj = -1; dj <= 1; dj++)
+        for (PetscInt di = -1; di <= 1; di++) {
+          if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
+          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
+          const PetscInt col = row + dk * n * n + dj * n + di;
+          if (col >= rstart && col < rend)
+            d++;
+          else
+            o++;
+        }
+    d_nnz[row - rstart] = d;
+    o_nnz[row - rstart] = o;
+  }
+  PetscCall(MatCreate(comm, A));
+  PetscCall(MatSetSizes(*A, m, m, N, N));
+  PetscCall(MatSetType(*A, type));
+  PetscCall(MatSeqAIJSetPreallocation(*A, 0, d_nnz));
+  PetscCall(MatMPIAIJSetPreallocation(*A, 0, d_nnz, 0, o_nnz));
+  PetscCall(MatSetOption(*A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscCall(MatSetOption(*A, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
+  if (size == 1) PetscCall(MatSetOption(*A, MAT_SORTED_FULL, PETSC_TRUE));
+  PetscCall(PetscFree2(d_nnz, o_nnz));
+
+  if (full27) {
+    PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+    PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
+    PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
+    PetscCall(PetscRandomSetSeed(rnd, (unsigned long)seed));
+    PetscCall(PetscRandomSeed(rnd));
+  }
+  for (PetscInt row = (full27 ? 0 : rstart); row < rend; row++) {
+    const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
+    PetscInt nc = 0, diag = -1;
+    for (PetscInt dk = -1; dk <= 1; dk++)
+      for (PetscInt dj = -1; dj <= 1; dj++)
+        for (PetscInt di = -1; di <= 1; di++) {
+          if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
+          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
+          if (!di && !dj && !dk) diag = nc;
+          cols[nc++] = row + dk * n * n + dj * n + di; /* ascending */
+        }
+    if (full27) {
+      PetscCall(PetscRandomGetValuesReal(rnd, nc, v));
+      if (row < rstart) continue; /* another rank's row: its values are drawn to keep the stream aligned */
+      v[diag] += 27.0;
+    } else {
+      for (PetscInt c = 0; c < nc; c++)
+        v[c] = -1.0;
+      v[diag] = 6.0;
+    }
+    PetscCall(MatSetValues(*A, 1, &row, nc, cols, v, INSERT_VALUES));
+  }
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* A 3D vector FEM-like operator (3D elasticity's pattern): 3 dofs per node of an n^3 grid, each node coupled to its
+   27 neighbours (81 columns per row), block size 3, so PETSc's SeqAIJ finds inodes of 3 rows. Values: fp64 numbers
+   (53 significant bits, no shorter format holds them) from a hash of (row, column), so any rank count gives the
+   same matrix; rows diagonally dominant. */
+static inline PetscErrorCode BuildFEM(MPI_Comm comm, MatType type, PetscInt n, PetscInt64 seed, Mat *A)
+{
+  const PetscInt64 nodes64 = (PetscInt64)n * n * n;
+  PetscInt N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[81];
+  PetscScalar v[81];
+
+  PetscFunctionBeginUser;
+  PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
+  PetscCheck(3 * nodes64 * 81 < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
+  PetscInt nodes = (PetscInt)nodes64, mnodes = PETSC_DECIDE;
+  PetscCall(PetscSplitOwnership(comm, &mnodes, &nodes));
+  m = 3 * mnodes;
+  N = 3 * nodes;
+  PetscCallMPI(MPI_Scan(&m, &rstart, 1, MPIU_INT, MPI_SUM, comm));
+  rstart -= m;
+  const PetscInt rend = rstart + m;
+  PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
+  for (PetscInt row = rstart; row < rend; row++) {
+    const PetscInt node = row / 3, i = node % n, j = (node / n) % n, k = node / (n * n);
+    PetscInt d = 0, o = 0;
+    for (PetscInt dk = -1; dk <= 1; dk++)
+      for (PetscInt dj = -1; dj <= 1; dj++)
+        for (PetscInt di = -1; di <= 1; di++) {
+          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
+          const PetscInt col = 3 * (node + dk * n * n + dj * n + di);
+          if (col >= rstart && col < rend)
+            d += 3;
+          else
+            o += 3;
+        }
+    d_nnz[row - rstart] = d;
+    o_nnz[row - rstart] = o;
+  }
+  PetscCall(MatCreate(comm, A));
+  PetscCall(MatSetSizes(*A, m, m, N, N));
+  PetscCall(MatSetBlockSize(*A, 3));
+  PetscCall(MatSetType(*A, type));
+  PetscCall(MatSeqAIJSetPreallocation(*A, 0, d_nnz));
+  PetscCall(MatMPIAIJSetPreallocation(*A, 0, d_nnz, 0, o_nnz));
+  PetscCall(MatSetOption(*A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscCall(MatSetOption(*A, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
+  PetscCall(PetscFree2(d_nnz, o_nnz));
+  for (PetscInt row = rstart; row < rend; row++) {
+    const PetscInt node = row / 3, i = node % n, j = (node / n) % n, k = node / (n * n);
+    PetscInt nc = 0, diag = -1;
+    for (PetscInt dk = -1; dk <= 1; dk++)
+      for (PetscInt dj = -1; dj <= 1; dj++)
+        for (PetscInt di = -1; di <= 1; di++) {
+          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
+          for (PetscInt c = 0; c < 3; c++) {
+            const PetscInt col = 3 * (node + dk * n * n + dj * n + di) + c;
+            uint64_t h         = ((uint64_t)seed * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)row * 0xBF58476D1CE4E5B9ull) ^
+                         ((uint64_t)col * 0x94D049BB133111EBull);
+            h ^= h >> 31;
+            h *= 0xD6E8FEB86659FD39ull;
+            h ^= h >> 29;
+            if (col == row) diag = nc;
+            cols[nc] = col;
+            v[nc++]  = 2.0 * ((double)(h >> 11) * 0x1p-53) - 1.0;
+          }
+        }
+    v[diag] += 81.0;
+    PetscCall(MatSetValues(*A, 1, &row, nc, cols, v, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+#endif
