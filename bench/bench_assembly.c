@@ -12,6 +12,7 @@ static char help[] =
 #include <string.h>
 
 #include "petscmp.h"
+#include "bench_common.h"
 #include "bench_matrices.h"
 
 /* A field of /proc/self/status in bytes ("VmRSS:", "VmHWM:"). */
@@ -31,6 +32,21 @@ static PetscErrorCode StatusBytes(const char *field, double *bytes)
   fclose(f);
   PetscCheck(*bytes >= 0, PETSC_COMM_SELF, PETSC_ERR_LIB, "no %s line in /proc/self/status", field);
   PetscFunctionReturn(0);
+}
+
+/* Bytes of the process's memory in transparent huge pages (/proc/self/smaps_rollup; -1 where unknown). */
+static double HugePageBytes(void)
+{
+  char line[256];
+  double bytes = -1;
+  FILE *f      = fopen("/proc/self/smaps_rollup", "r");
+
+  while (f && fgets(line, sizeof line, f)) {
+    long kb = 0;
+    if (!strncmp(line, "AnonHugePages:", 14) && sscanf(line + 14, "%ld", &kb) == 1) bytes = 1024.0 * (double)kb;
+  }
+  if (f) fclose(f);
+  return bytes;
 }
 
 /* Resets the peak resident set (VmHWM) to the current one. */
@@ -79,9 +95,25 @@ int main(int argc, char **argv)
   PetscCall(MatGetType(A, &actual));
   PetscCall(PetscPrintf(PETSC_COMM_SELF,
                         "assembly type %s problem %s n %" PetscInt_FMT " nnz %.0f before_MB %.1f peak_MB %.1f "
-                        "held_MB %.1f peak_bytes_per_nnz %.2f held_bytes_per_nnz %.2f\n",
+                        "held_MB %.1f peak_bytes_per_nnz %.2f held_bytes_per_nnz %.2f huge_pages_MB %.1f\n",
                         actual, problem, n, nnz, before / 1048576.0, (peak - before) / 1048576.0,
-                        (after - before) / 1048576.0, (peak - before) / nnz, (after - before) / nnz));
+                        (after - before) / 1048576.0, (peak - before) / nnz, (after - before) / nnz,
+                        HugePageBytes() / 1048576.0));
+  { /* the products of the matrix as assembled: median of 15 */
+    Vec x, y;
+    double t[15];
+    PetscCall(MatCreateVecs(A, &x, &y));
+    PetscCall(VecSet(x, 1.0));
+    PetscCall(MatMult(A, x, y));
+    for (int k = 0; k < 15; k++) {
+      double t0 = MPI_Wtime();
+      PetscCall(MatMult(A, x, y));
+      t[k] = MPI_Wtime() - t0;
+    }
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "matmult_ms %.3f\n", 1e3 * median(t, 15)));
+    PetscCall(VecDestroy(&x));
+    PetscCall(VecDestroy(&y));
+  }
   PetscCall(MatDestroy(&A));
   PetscCall(PetscFinalize());
   return 0;

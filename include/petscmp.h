@@ -133,6 +133,8 @@ PETSC_EXTERN const char *const PetscMPFormats[];
                          and values (with MPI: of the diagonal block, the most of any process)
 -  value_builds        - value-only rebuilds: after a change of values with the same nonzero pattern, when every row
                          keeps its format, the layout and indices are kept and only the values are rewritten
+-  sorted_windows      - ellmp with -mat_ellmp_sort_window sigma > 1: windows of sigma rows whose rows are stored sorted
+                         by length (fewer padding entries in their slices)
 
    Level: intermediate
 S*/
@@ -157,6 +159,7 @@ typedef struct {
   PetscReal kernel_ms[2];
   PetscInt64 builds;
   PetscInt64 value_builds;
+  PetscInt64 sorted_windows;
 } MatAIJMPInfo;
 
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);

@@ -492,6 +492,54 @@ template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const
   return true;
 }
 
+// Sorts the rows of block b by decreasing length within windows of `window`
+// block rows (sigma), where a window then stores fewer padding entries and
+// holds no shifted slice; a sorted run block becomes a block listing its rows
+// (all of them: it still covers its range). Returns the windows sorted.
+template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window)
+{
+  const std::int64_t nrows = b.row_count();
+  auto length = [&](std::int64_t row) { return static_cast<std::int64_t>(csr.rowptr[row + 1] - csr.rowptr[row]); };
+  auto padded = [&](const std::vector<std::int64_t> &rows) { // stored entries of these rows in slices of 8
+    std::int64_t stored = 0;
+    for (std::size_t k = 0; k < rows.size(); k += kSliceRows) {
+      std::int64_t width = 0;
+      for (std::size_t r = k; r < std::min(rows.size(), k + kSliceRows); ++r)
+        width = std::max(width, length(rows[r]));
+      stored += width * kSliceRows;
+    }
+    return stored;
+  };
+  std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> sorted; // (first block row, rows)
+  std::vector<std::int64_t> rows;
+  for (std::int64_t w = 0; w < nrows; w += window) {
+    const std::int64_t end = std::min(nrows, w + window);
+    rows.clear();
+    for (std::int64_t k = w; k < end; ++k)
+      rows.push_back(b.row(k));
+    std::vector<std::int64_t> order = rows;
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t i, std::int64_t j) { return length(i) > length(j); });
+    if (padded(order) >= padded(rows)) continue;
+    bool shifted = false;
+    for (std::int64_t q = w / kSliceRows; q * kSliceRows < end && !shifted; ++q)
+      shifted = is_shifted_slice(csr, b, q);
+    if (!shifted) sorted.emplace_back(w, std::move(order));
+  }
+  if (sorted.empty()) return 0;
+  if (!b.grouped()) {
+    if (b.row_end > std::numeric_limits<std::int32_t>::max())
+      throw StorageError("petscmp: rows sorted by length are listed in 32 bits; this block has rows past 2^31");
+    b.rows.resize(static_cast<std::size_t>(nrows));
+    for (std::int64_t k = 0; k < nrows; ++k)
+      b.rows[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(b.row_begin + k);
+  }
+  b.value_offsets.clear(); // (CSR order only)
+  for (const auto &[w, order] : sorted)
+    for (std::size_t r = 0; r < order.size(); ++r)
+      b.rows[static_cast<std::size_t>(w) + r] = static_cast<std::int32_t>(order[r]);
+  return static_cast<std::int64_t>(sorted.size());
+}
+
 // Whether one of the first `probe` full slices of block b is shifted.
 constexpr std::int64_t kProbeSlices = 64;
 template <typename Index> bool has_shifted_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t probe)
@@ -1383,8 +1431,8 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
 // options allow them and padding is small), then the values, written once, and
 // the byte accounting.
 template <typename Index>
-bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int threads, CompactCsr &out,
-                 BufferPool &pool, std::vector<std::vector<NodeInfo>> &spare_nodes,
+bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int sort_window, int threads,
+                 CompactCsr &out, BufferPool &pool, std::vector<std::vector<NodeInfo>> &spare_nodes,
                  std::vector<SliceShape> &spare_slices, const RowFormatCheck<Index> *check)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
@@ -1419,7 +1467,9 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
     if (!nodes.empty())
       slices.clear();
     else if (may_slice) {
-      if (!slices_first) shape_slices_of_block();
+      const std::int64_t sorted = sort_window > 1 ? sort_block_rows(csr, b, sort_window) : 0;
+      out.stats.sorted_windows += sorted;
+      if (!slices_first || sorted) shape_slices_of_block();
       if (layout != Layout::sliced && !own_indices &&
           slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();
@@ -1429,8 +1479,9 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
       return fill_block<S>(csr, std::move(nodes), std::move(slices), b, pool, threads, check);
     });
     if (!written) return false;
-    if (b.grouped()) // (grouped blocks list only rows with values)
-      fs.rows += b.row_count();
+    if (b.grouped()) // (grouped blocks list their rows: those with values, or a sorted run's)
+      for (std::int64_t k = 0; k < b.row_count(); ++k)
+        fs.rows += csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)];
     else
       for (std::int64_t k = b.row_begin; k < b.row_end; ++k)
         fs.rows += csr.rowptr[k + 1] > csr.rowptr[k];
@@ -1459,6 +1510,9 @@ void check_options(const StorageOptions &opts)
 // The options of the layout and of the writing, for builds and refills.
 void check_build_options(const StorageOptions &opts)
 {
+  if (opts.sort_window < 1 || (opts.sort_window > 1 && opts.sort_window % kSliceRows != 0))
+    throw StorageError(
+        "petscmp: the sorting window (sigma) must be 1 (no sorting) or a multiple of the slice height 8");
   if (opts.min_run_rows < 1) throw StorageError("petscmp: the shortest run must be at least one row");
   if (opts.threads < 1) throw StorageError("petscmp: the builder needs at least one thread");
 }
@@ -1599,6 +1653,7 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   out.layout_option    = opts.layout;
   out.min_run_rows     = opts.min_run_rows;
   out.own_indices      = opts.own_indices;
+  out.sort_window      = opts.sort_window;
   out.stats.nrows      = csr.nrows;
   out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
   out.stats.index_size = sizeof(Index);
@@ -1612,7 +1667,8 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
     shape_runs(csr, find_runs(csr, row_formats), out);
   else
     shape_grouped(csr, row_formats, out, grouped_spares);
-  return fill_blocks(csr, opts.layout, opts.own_indices, opts.threads, out, pool, spare_nodes, spare_slices, check);
+  return fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.threads, out, pool, spare_nodes,
+                     spare_slices, check);
 }
 
 template <typename Index>
@@ -1634,8 +1690,8 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
     held += b.values.size() ? b.nnz : 0;
   return !copy.entry_split() && copy.mode == opts.mode && copy.order == opts.order &&
          copy.layout_option == opts.layout && copy.min_run_rows == opts.min_run_rows &&
-         copy.own_indices == opts.own_indices && copy.nrows == csr.nrows && copy.ncols == csr.ncols &&
-         copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
+         copy.own_indices == opts.own_indices && copy.sort_window == opts.sort_window && copy.nrows == csr.nrows &&
+         copy.ncols == csr.ncols && copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
 }
 
 // The values of every block, each row written after keeps(row, f) confirmed
@@ -2006,6 +2062,7 @@ void append_rows(CompactCsr &whole, CompactCsr &&piece, std::int64_t first_row, 
   w.node_rows += p.node_rows;
   w.nodes += p.nodes;
   w.wide_nodes += p.wide_nodes;
+  w.sorted_windows += p.sorted_windows;
   for (int n = 0; n <= kMaxNodeRows; ++n)
     w.nodes_of_size[n] += p.nodes_of_size[n];
   w.value_bytes += p.value_bytes;
@@ -2059,6 +2116,7 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
     c.layout_option    = parts[i].opts.layout;
     c.min_run_rows     = parts[i].opts.min_run_rows;
     c.own_indices      = true;
+    c.sort_window      = parts[i].opts.sort_window;
     c.stats.nrows      = views[i].nrows;
     c.stats.nnz        = views[i].nrows ? views[i].rowptr[views[i].nrows] : 0;
     c.stats.index_size = sizeof(Index);

@@ -221,3 +221,121 @@ INSTANTIATE_TEST_SUITE_P(Copies, CompactRows, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case> &info) { return case_name(info.param); });
 
 } // namespace
+
+// ---- sigma: sliced rows sorted by length within windows (SELL-C-sigma) ----
+
+namespace {
+struct SigmaCase {
+  const char *name;
+  Matrix<std::int32_t> a;
+};
+
+std::vector<SigmaCase> sigma_matrices()
+{
+  std::vector<SigmaCase> cases;
+  // rows of 0 to 40 entries, every 5th empty, more columns than rows
+  cases.push_back(
+      {"uneven_rectangular", random_matrix<std::int32_t>(1003, 1500, Shape::runs, 21u, RowRecipe{4096, 0, 41, 7, 5})});
+  // most rows empty: whole slices of empty rows
+  cases.push_back(
+      {"mostly_empty", random_matrix<std::int32_t>(900, 700, Shape::mostly_empty, 22u, RowRecipe{4096, 0, 12, 9})});
+  // one row of 600 entries among short ones
+  auto longrow = random_matrix<std::int32_t>(400, 800, Shape::runs, 23u, RowRecipe{4096, 1, 4});
+  {
+    Matrix<std::int32_t> b;
+    b.nrows = longrow.nrows;
+    b.ncols = longrow.ncols;
+    for (std::int32_t i = 0; i < b.nrows; ++i) {
+      if (i == 77)
+        for (std::int32_t c = 0; c < 600; ++c) {
+          b.cols.push_back(c);
+          b.vals.push_back(1.0 + c);
+        }
+      else
+        for (std::int32_t e = longrow.rowptr[i]; e < longrow.rowptr[i + 1]; ++e) {
+          b.cols.push_back(longrow.cols[e]);
+          b.vals.push_back(longrow.vals[e]);
+        }
+      b.rowptr.push_back(static_cast<std::int32_t>(b.vals.size()));
+    }
+    cases.push_back({"single_long_row", std::move(b)});
+  }
+  return cases;
+}
+
+CompactCsr sigma_copy(const Matrix<std::int32_t> &a, int sigma, StorageMode mode = StorageMode::lossless)
+{
+  StorageOptions opts;
+  opts.mode        = mode;
+  opts.own_indices = true;
+  opts.layout      = Layout::sliced;
+  opts.sort_window = sigma;
+  return build_compact_csr(a.view(), opts);
+}
+} // namespace
+
+// The sorted copy is the same matrix: read back bit for bit, products bit for bit (each row summed alone), the
+// transposed product within rounding of the unsorted one's (it adds the rows in the sorted order); less padding.
+TEST(SortWindow, SameMatrixLessPadding)
+{
+  for (const SigmaCase &c : sigma_matrices())
+    for (int sigma : {16, 64}) {
+      SCOPED_TRACE(std::string(c.name) + " sigma " + std::to_string(sigma));
+      const CompactCsr plain = sigma_copy(c.a, 1), sorted = sigma_copy(c.a, sigma);
+      EXPECT_GT(sorted.stats.sorted_windows, 0);
+      EXPECT_LT(sorted.stats.stored, plain.stats.stored) << "sorting stored no fewer padding entries";
+      for (int f = 0; f < kFormatCount; ++f)
+        EXPECT_EQ(sorted.stats.per_format[f].rows, plain.stats.per_format[f].rows);
+      std::vector<std::int32_t> len1(c.a.nrows), len2(c.a.nrows);
+      compact_row_lengths(plain, len1.data());
+      compact_row_lengths(sorted, len2.data());
+      ASSERT_EQ(len1, len2);
+      std::vector<std::int32_t> cols1(c.a.cols.size()), cols2(c.a.cols.size());
+      std::vector<double> vals1(c.a.vals.size()), vals2(c.a.vals.size());
+      read_compact_csr(plain, c.a.rowptr.data(), cols1.data(), vals1.data());
+      read_compact_csr(sorted, c.a.rowptr.data(), cols2.data(), vals2.data());
+      ASSERT_EQ(cols1, cols2);
+      for (std::size_t e = 0; e < vals1.size(); ++e)
+        ASSERT_TRUE(same(vals1[e], vals2[e])) << "entry " << e;
+      const std::vector<double> x = random_vector(static_cast<std::size_t>(c.a.ncols), 8u);
+      const std::vector<double> z = random_vector(static_cast<std::size_t>(c.a.nrows), 9u);
+      std::vector<double> y1(c.a.nrows), y2(c.a.nrows);
+      for (int threads : {1, 2})
+        for (const double *zz : {static_cast<const double *>(nullptr), z.data()}) {
+          openmp::spmv(plain, CsrPattern<std::int32_t>{}, x.data(), zz, y1.data(), threads);
+          openmp::spmv(sorted, CsrPattern<std::int32_t>{}, x.data(), zz, y2.data(), threads);
+          for (std::int32_t i = 0; i < c.a.nrows; ++i)
+            ASSERT_TRUE(same(y1[i], y2[i])) << "row " << i << ", " << threads << " threads";
+          reference::spmv(sorted, CsrPattern<std::int32_t>{}, x.data(), zz, y2.data());
+          for (std::int32_t i = 0; i < c.a.nrows; ++i)
+            ASSERT_TRUE(same(y1[i], y2[i])) << "reference, row " << i;
+        }
+      const std::vector<double> xt = random_vector(static_cast<std::size_t>(c.a.nrows), 10u);
+      std::vector<double> t1(c.a.ncols), t2(c.a.ncols), scale(c.a.ncols, 0.0);
+      reference::spmv_transpose(plain, CsrPattern<std::int32_t>{}, xt.data(), nullptr, t1.data());
+      reference::spmv_transpose(sorted, CsrPattern<std::int32_t>{}, xt.data(), nullptr, t2.data());
+      for (std::int32_t i = 0; i < c.a.nrows; ++i) // |A|^T |x|: the scale of each sum
+        for (std::int32_t e = c.a.rowptr[i]; e < c.a.rowptr[i + 1]; ++e)
+          scale[c.a.cols[e]] += std::fabs(c.a.vals[e] * xt[i]);
+      const double n = 600.0; // longest column sum: rounding of at most n additions
+      for (std::int32_t j = 0; j < c.a.ncols; ++j)
+        ASSERT_LE(std::fabs(t1[j] - t2[j]), 2.0 * n * 0x1p-53 * scale[j]) << "transposed entry " << j;
+    }
+}
+
+// Stencil rows stay in order: windows with shifted slices (one column per 8 values, no gathers) are not sorted.
+TEST(SortWindow, StencilKeepsShiftedSlices)
+{
+  const auto a           = stencil_matrix<std::int32_t>(20, 7, Shape::runs, 3u, 1 << 30);
+  const CompactCsr plain = sigma_copy(a, 1), sorted = sigma_copy(a, 32);
+  EXPECT_GT(plain.stats.shifted_rows, 0);
+  EXPECT_EQ(sorted.stats.shifted_rows, plain.stats.shifted_rows);
+  EXPECT_LE(sorted.stats.stored, plain.stats.stored);
+}
+
+TEST(SortWindow, RefusesWindowsThatAreNotSlices)
+{
+  const auto a = random_matrix<std::int32_t>(100, 100, Shape::runs, 1u);
+  for (int sigma : {0, 12, -8})
+    EXPECT_THROW(sigma_copy(a, sigma), StorageError) << sigma;
+}

@@ -17,11 +17,12 @@ void node_block_spmv(const RowBlock &block, const double *x, const double *z, do
 {
   const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
   for (const NodeInfo &nd : block.nodes) {
-    const auto node_vals = vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
+    const auto node_vals =
+        vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
     with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
       for (int r = 0; r < nd.rows; ++r) {
         const std::int64_t row = block.row(nd.first + r);
-        const double init      = block.grouped() ? y[row] : (z ? z[row] : 0.0);
+        const double init      = z ? z[row] : 0.0; // (each row in one block)
         y[row]                 = node_row_dot<Order>(init, node_vals, r, nd.rows, cols, nd.length, xs);
       }
     });
@@ -32,7 +33,8 @@ template <typename Index>
 void rowwise_spmv(const CompactCsr &A, CsrPattern<Index> p, const double *x, const double *z, double *y)
 {
   if (!A.all_rows_covered) // rows outside every block are empty: y = z or 0 there
-    for (std::int64_t i = 0; i < A.nrows; ++i) y[i] = z ? z[i] : 0.0;
+    for (std::int64_t i = 0; i < A.nrows; ++i)
+      y[i] = z ? z[i] : 0.0;
   for (const RowBlock &block : A.blocks) {
     dispatch_format(block.format, [&](auto tag) {
       using S         = typename decltype(tag)::type;
@@ -44,10 +46,11 @@ void rowwise_spmv(const CompactCsr &A, CsrPattern<Index> p, const double *x, con
         }
         for (std::int64_t k = 0; k < block.row_count(); ++k) {
           const std::int64_t row = block.row(k);
-          const double init      = block.grouped() ? y[row] : (z ? z[row] : 0.0);
-          with_row_entries(block, p.rowptr, p.cols, k, [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
-            y[row] = row_dot<decltype(order)::value>(init, vals.subrange(first, n * stride), cols, n, x, stride);
-          });
+          const double init      = z ? z[row] : 0.0; // (each row in one block)
+          with_row_entries(
+              block, p.rowptr, p.cols, k, [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
+                y[row] = row_dot<decltype(order)::value>(init, vals.subrange(first, n * stride), cols, n, x, stride);
+              });
         }
       });
     });
@@ -56,7 +59,8 @@ void rowwise_spmv(const CompactCsr &A, CsrPattern<Index> p, const double *x, con
 
 void split_spmv(const CompactCsr &A, const double *x, const double *z, double *y)
 {
-  for (std::int64_t i = 0; i < A.nrows; ++i) y[i] = z ? z[i] : 0.0;
+  for (std::int64_t i = 0; i < A.nrows; ++i)
+    y[i] = z ? z[i] : 0.0;
   for (const SplitPart &part : A.split) {
     dispatch_format(part.format, [&](auto tag) {
       using S         = typename decltype(tag)::type;
@@ -74,8 +78,10 @@ void split_spmv(const CompactCsr &A, const double *x, const double *z, double *y
 template <typename Index>
 void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y)
 {
-  if (A.entry_split()) split_spmv(A, x, z, y);
-  else rowwise_spmv(A, pattern, x, z, y);
+  if (A.entry_split())
+    split_spmv(A, x, z, y);
+  else
+    rowwise_spmv(A, pattern, x, z, y);
 }
 
 // Visits the rows of all blocks in ascending row order (grouped blocks list
@@ -85,7 +91,7 @@ template <typename Fn> void for_each_row_in_order(const CompactCsr &A, Fn &&fn)
 {
   std::vector<std::int64_t> next(A.blocks.size(), 0);
   for (;;) {
-    std::size_t best = A.blocks.size();
+    std::size_t best      = A.blocks.size();
     std::int64_t best_row = 0;
     for (std::size_t b = 0; b < A.blocks.size(); ++b) {
       const RowBlock &block = A.blocks[b];
@@ -104,23 +110,27 @@ template <typename Fn> void for_each_row_in_order(const CompactCsr &A, Fn &&fn)
 template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> p, const double *x, const double *z, double *y)
 {
-  for (std::int64_t j = 0; j < A.ncols; ++j) y[j] = z ? z[j] : 0.0;
+  for (std::int64_t j = 0; j < A.ncols; ++j)
+    y[j] = z ? z[j] : 0.0;
   // y[col] += a * x[row], rows in ascending order, entries in row order
   for_each_row_in_order(A, [&](const RowBlock &block, std::int64_t k, std::int64_t row) {
     dispatch_format(block.format, [&](auto tag) {
-      using S                  = typename decltype(tag)::type;
+      using S         = typename decltype(tag)::type;
       const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
       if (block.node_layout()) {
         const NodeInfo &nd = block.nodes[block.node_of(k)];
         const int r        = static_cast<int>(k - nd.first);
         with_node_columns(block, nd, y, [&](auto cols, double *ys) {
-          for (std::int64_t e = 0; e < nd.length; ++e) ys[cols[e]] += vals[nd.values + e * nd.rows + r] * x[row];
+          for (std::int64_t e = 0; e < nd.length; ++e)
+            ys[cols[e]] += vals[nd.values + e * nd.rows + r] * x[row];
         });
         return;
       }
-      with_row_entries(block, p.rowptr, p.cols, k, [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
-        for (std::int64_t e = 0; e < n; ++e) y[cols[e * stride]] += vals[first + e * stride] * x[row];
-      });
+      with_row_entries(block, p.rowptr, p.cols, k,
+                       [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
+                         for (std::int64_t e = 0; e < n; ++e)
+                           y[cols[e * stride]] += vals[first + e * stride] * x[row];
+                       });
     });
   });
   // entry split: the fp32 part, then the fp64 part (Ahmad et al.'s two products)
@@ -129,13 +139,16 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> p, const double *x, c
       using S         = typename decltype(tag)::type;
       const auto vals = make_range(part.values.as<S>(), part.cols.size());
       for (std::int64_t i = 0; i < A.nrows; ++i)
-        for (std::int64_t e = part.rowptr[i]; e < part.rowptr[i + 1]; ++e) y[part.cols[e]] += vals[e] * x[i];
+        for (std::int64_t e = part.rowptr[i]; e < part.rowptr[i + 1]; ++e)
+          y[part.cols[e]] += vals[e] * x[i];
     });
   }
 }
 
-template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *, double *);
-template void spmv<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *, double *);
+template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *,
+                                 double *);
+template void spmv<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,
+                                 double *);
 template void spmv_transpose<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *,
                                            double *);
 template void spmv_transpose<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,

@@ -36,6 +36,18 @@ static bool is_aijmp(const char *family)
 
 // A block of its own: inside MatSetFromOptions' block, PETSc's -help would not
 // show these once SeqAIJ has printed its section.
+// -mat_ellmp_sort_window: 1, or a multiple of the slice height.
+static PetscErrorCode AIJMPCheckSortWindow(Mat A, PetscInt sigma)
+{
+  PetscFunctionBegin;
+  PetscCheck(sigma == 1 || (sigma > 1 && sigma % kSliceRows == 0 && sigma <= (1 << 30)),
+             PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "-mat_ellmp_sort_window (sigma) must be 1 (rows in matrix order) or a multiple of the slice height %d, "
+             "not %" PetscInt_FMT,
+             kSliceRows, sigma);
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
 {
   MatAIJMPStorage mode = static_cast<MatAIJMPStorage>(s.opts.mode);
@@ -83,11 +95,19 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                               "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
   }
   if (!is_aijmp(family)) {
-    PetscInt step = static_cast<PetscInt>(s.assembly_step);
+    PetscInt sigma = s.opts.sort_window;
+    PetscCall(PetscOptionsInt("-mat_ellmp_sort_window",
+                              "SELL-C-sigma's sigma: sliced rows sorted by length within windows of sigma rows where "
+                              "that stores less padding (1: matrix order; else a multiple of 8)",
+                              "MATELLMP", sigma, &sigma, nullptr));
+    PetscCall(AIJMPCheckSortWindow(A, sigma));
+    s.opts.sort_window = static_cast<int>(sigma);
+    PetscInt step      = static_cast<PetscInt>(s.assembly_step);
     PetscCall(
         PetscOptionsInt("-mat_ellmp_assembly_step",
-                        "Nonzeros stored per step of an assembly: the assembly matrix's memory of the rows "
-                        "stored is given back after each step (0: automatic, a 32nd of the matrix, at least 2^21)",
+                        "Most nonzeros stored per step of an assembly (the first steps store fewer): the assembly "
+                        "matrix's memory of the rows stored is given back after each (0: automatic, a quarter of the "
+                        "matrix, at least 2^21)",
                         "MATELLMP", step, &step, &flg));
     PetscCheck(step >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
                "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
@@ -137,7 +157,11 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
     if (flg) s.opts.layout = static_cast<Layout>(layout);
   }
   if (!is_aijmp(family)) {
-    PetscInt step = static_cast<PetscInt>(s.assembly_step);
+    PetscInt sigma = s.opts.sort_window;
+    PetscCall(PetscOptionsGetInt(options, prefix, "-mat_ellmp_sort_window", &sigma, nullptr));
+    PetscCall(AIJMPCheckSortWindow(A, sigma));
+    s.opts.sort_window = static_cast<int>(sigma);
+    PetscInt step      = static_cast<PetscInt>(s.assembly_step);
     PetscCall(PetscOptionsGetInt(options, prefix, "-mat_ellmp_assembly_step", &step, nullptr));
     PetscCheck(step >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
                "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
@@ -168,6 +192,7 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
   info.node_rows += c.stats.node_rows;
   info.nodes += c.stats.nodes;
   info.wide_nodes += c.stats.wide_nodes;
+  info.sorted_windows += c.stats.sorted_windows;
   for (int n = 0; n <= kMaxNodeRows; ++n)
     info.nodes_of_size[n] += c.stats.nodes_of_size[n];
   info.bytes += c.stats.bytes();
@@ -257,6 +282,13 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
       " values stored, %.1f%% of them padding\n",
       layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, PetscMin(info.shifted_rows, rows),
       info.stored, info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
+  if (!is_aijmp(family))
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "  sigma %d: %s (%" PetscInt64_FMT " windows sorted)\n", s.opts.sort_window,
+        s.opts.sort_window > 1 ? "sliced rows sorted by length within windows of sigma rows where that "
+                                 "stores less padding"
+                               : "rows in matrix order",
+        info.sorted_windows));
   if (info.nodes > 0) {
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  %" PetscInt64_FMT " rows in %" PetscInt64_FMT " nodes (%" PetscInt64_FMT

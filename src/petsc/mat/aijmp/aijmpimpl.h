@@ -216,21 +216,22 @@ private:
   std::vector<std::int64_t> done_;
 };
 
-// Nonzeros stored per step of an assembly (settings.assembly_step, else automatic): a 32nd of the matrix, at least
-// 2^21, so that the assembly's peak memory is the assembly matrix's and a few percent, in few enough blocks that
-// products do not notice them.
+// The largest range of an assembly stored at a time (settings.assembly_step, else automatic: a quarter of the matrix,
+// at least 2^21 nonzeros). The first range holds a 64th of it and each next one a quarter more (build_compact_parts_by
+// _rows), so the peak is the assembly matrix's and the first range's copy, in some 20 blocks per format that products
+// do not notice.
 inline std::int64_t AssemblyStep(const AIJMPSettings &settings, std::int64_t nnz)
 {
   if (settings.assembly_step > 0) return settings.assembly_step;
-  return std::max<std::int64_t>(nnz / 32, std::int64_t(1) << 21);
+  return std::max<std::int64_t>(nnz / 4, std::int64_t(1) << 21);
 }
 
 // The compact copies of an MPI matrix's diagonal (Ad) and off-diagonal (Ao) SeqAIJ blocks, each row's format decided
 // over both (rowsplit's range over all ranks of comm: collective then). cd, co: in, the copies being replaced (their
 // memory reused; refilled in place when same_d/same_o say they were made from the blocks' current patterns), may be
 // null; out, the new copies. own_indices: every block stores its column indices (ellmp).
-// With own_indices, new copies are built a range of rows at a time (build_compact_parts_by_rows); temporary: Ad and Ao
-// belong to an assembly matrix destroyed right after, unread, and the memory of their stored rows is given back.
+// temporary (with own_indices): Ad and Ao belong to an assembly matrix destroyed right after, unread: new copies are
+// built a range of rows at a time (build_compact_parts_by_rows) and the memory of the stored rows is given back.
 PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, bool own_indices,
                                bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
                                std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o,

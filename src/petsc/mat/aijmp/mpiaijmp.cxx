@@ -50,13 +50,9 @@ PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSetting
       parts[1].reusable = same_o && co;
       if (cd) parts[0].copy = std::move(*cd);
       if (co) parts[1].copy = std::move(*co);
-      if (own_indices && !parts[0].reusable && !parts[1].reusable) { // ellmp: a range of rows at a time
-        const std::int64_t nnz  = (vd.nrows ? vd.rowptr[vd.nrows] : 0) + (vo.nrows ? vo.rowptr[vo.nrows] : 0);
-        const std::int64_t step = AssemblyStep(settings, nnz);
-        if (temporary)
-          build_compact_parts_by_rows(parts, step, StoredRowsReturn({vd, vo}));
-        else
-          build_compact_parts_by_rows(parts, step, [](std::int64_t) {});
+      if (temporary && own_indices && !parts[0].reusable && !parts[1].reusable) {
+        const std::int64_t nnz = (vd.nrows ? vd.rowptr[vd.nrows] : 0) + (vo.nrows ? vo.rowptr[vo.nrows] : 0);
+        build_compact_parts_by_rows(parts, AssemblyStep(settings, nnz), StoredRowsReturn({vd, vo}));
       } else
         update_compact_parts(parts);
       *refilled_d = parts[0].refilled;

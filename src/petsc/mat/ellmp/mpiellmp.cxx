@@ -809,32 +809,34 @@ PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
                                        inodes, limit));
     else
       PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node (on process 0) routines\n"));
-    PetscInt64 counts[2 * kFormatCount + 9];
+    PetscInt64 counts[2 * kFormatCount + 10];
     int k = 0;
     for (int f = 0; f < kFormatCount; ++f) {
       counts[k++] = info.rows[f];
       counts[k++] = info.nnz[f];
     }
-    for (PetscInt64 v : {info.stored, info.sliced_rows, info.shifted_rows, info.node_rows, info.nodes, info.wide_nodes})
+    for (PetscInt64 v : {info.stored, info.sliced_rows, info.shifted_rows, info.node_rows, info.nodes, info.wide_nodes,
+                         info.sorted_windows})
       counts[k++] = v;
     counts[k++] = info.builds;
     counts[k++] = info.value_builds;
     counts[k++] = 0;
-    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2 * kFormatCount + 6, MPIU_INT64, MPI_SUM, comm_of(A)));
-    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts + 2 * kFormatCount + 6, 2, MPIU_INT64, MPI_MAX, comm_of(A)));
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2 * kFormatCount + 7, MPIU_INT64, MPI_SUM, comm_of(A)));
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts + 2 * kFormatCount + 7, 2, MPIU_INT64, MPI_MAX, comm_of(A)));
     k = 0;
     for (int f = 0; f < kFormatCount; ++f) {
       info.rows[f] = counts[k++];
       info.nnz[f]  = counts[k++];
     }
-    info.stored       = counts[k++];
-    info.sliced_rows  = counts[k++];
-    info.shifted_rows = counts[k++];
-    info.node_rows    = counts[k++];
-    info.nodes        = counts[k++];
-    info.wide_nodes   = counts[k++];
-    info.builds       = counts[k++];
-    info.value_builds = counts[k++];
+    info.stored         = counts[k++];
+    info.sliced_rows    = counts[k++];
+    info.shifted_rows   = counts[k++];
+    info.node_rows      = counts[k++];
+    info.nodes          = counts[k++];
+    info.wide_nodes     = counts[k++];
+    info.sorted_windows = counts[k++];
+    info.builds         = counts[k++];
+    info.value_builds   = counts[k++];
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info.nodes_of_size, kMaxNodeRows + 1, MPIU_INT64, MPI_SUM, comm_of(A)));
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info.max_rel_error, kFormatCount, MPIU_REAL, MPI_MAX, comm_of(A)));
     double bytes[3] = {info.bytes, info.aij_bytes, 0.0};

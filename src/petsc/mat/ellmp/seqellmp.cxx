@@ -176,8 +176,8 @@ PetscErrorCode install_compact(Mat A, Mat aij, std::unique_ptr<CompactCsr> c, bo
 
 // Stores the values of the assembled SeqAIJ matrix `aij` as the matrix.
 // same_pattern: aij has the pattern of the stored copy (its layout may be kept).
-// A new layout is built a range of rows at a time; temporary: aij is an
-// assembly matrix destroyed right after, unread, and the memory of its stored
+// temporary: aij is an assembly matrix destroyed right after, unread: a new
+// layout is built a range of rows at a time, and the memory of aij's stored
 // rows is given back as the copy grows (its values then read as zeros).
 PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern, bool temporary = false)
 {
@@ -197,18 +197,16 @@ PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern, bool temporary 
     value_only                      = same_pattern && old && refill_compact_values(view, opts, *old);
     if (value_only)
       c = std::move(old);
-    else { // a range of rows at a time however the matrix came (the same storage from an assembly or a conversion)
+    else if (temporary) { // a range of rows at a time, the assembly matrix's stored rows given back
       old.reset();
       std::vector<CompactPart<PetscInt>> parts(1);
       parts[0].csr  = view;
       parts[0].opts = opts;
-      const std::int64_t step = AssemblyStep(d->settings, view.nrows ? view.rowptr[view.nrows] : 0);
-      if (temporary)
-        build_compact_parts_by_rows(parts, step, StoredRowsReturn({view}));
-      else
-        build_compact_parts_by_rows(parts, step, [](std::int64_t) {});
+      build_compact_parts_by_rows(parts, AssemblyStep(d->settings, view.nrows ? view.rowptr[view.nrows] : 0),
+                                  StoredRowsReturn({view}));
       c = std::make_unique<CompactCsr>(std::move(parts[0].copy));
-    }
+    } else
+      c = std::make_unique<CompactCsr>(build_compact_csr(view, opts, old.get()));
   }));
   PetscCall(install_compact(A, aij, std::move(c), value_only, same_pattern));
   PetscCall(PetscLogEventEnd(MATELLMP_Build, A, 0, 0, 0));

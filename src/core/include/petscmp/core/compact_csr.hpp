@@ -109,6 +109,13 @@ struct StorageOptions {
   // order reading a master's): the copy is the whole matrix (ellmp). Automatic
   // then slices the blocks without nodes whatever their padding.
   bool own_indices = false;
+  // SELL-C-sigma's sigma: the rows of a sliced block are sorted by decreasing
+  // length within windows of this many block rows (1: never; else a multiple
+  // of kSliceRows), where that stores fewer padding entries and the window
+  // holds no shifted slice (stencil rows stay in order: no gathers). Products
+  // are unchanged bit for bit (each row is summed alone); a transposed
+  // product adds the rows in the sorted order.
+  int sort_window = 1;
 };
 
 // A read-only view of a CSR matrix (the master copy).
@@ -280,6 +287,7 @@ struct StorageStats {
   std::int64_t node_rows                       = 0; // rows of node blocks
   std::int64_t nodes                           = 0; // nodes of node blocks
   std::int64_t wide_nodes                      = 0; // nodes whose columns span more than 16-bit offsets
+  std::int64_t sorted_windows                  = 0; // windows of sort_window rows sorted by length
   std::int64_t nodes_of_size[kMaxNodeRows + 1] = {};
   std::int64_t value_bytes                     = 0; // bytes of stored values
   std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
@@ -303,6 +311,7 @@ struct CompactCsr {
   Layout layout_option      = Layout::automatic; // the layout option it was built with
   std::int64_t min_run_rows = kMinRunLength;     // and its run threshold
   bool own_indices          = false;             // and StorageOptions::own_indices
+  int sort_window           = 1;                 // and StorageOptions::sort_window
   bool all_rows_covered     = true; // every row belongs to a block (run layout); else unlisted rows are empty
   std::vector<RowBlock> blocks;     // row-wise layouts
   std::vector<SplitPart> split;     // entry split (blocks empty)
