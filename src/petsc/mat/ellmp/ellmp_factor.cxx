@@ -113,6 +113,7 @@ PetscErrorCode get_factor(const char *solver, Mat A, MatFactorType ftype, Mat *F
 
   PetscFunctionBegin;
   PetscCall(MatCreate(PetscObjectComm((PetscObject)A), &shape));
+  PetscCall(PetscObjectSetOptionsPrefix((PetscObject)shape, "petscmp_internal_")); // (not the user's -mat_view)
   PetscCall(MatSetSizes(shape, A->rmap->n, A->cmap->n, A->rmap->N, A->cmap->N));
   PetscCall(MatSetBlockSizesFromMats(shape, A, A));
   PetscCall(MatSetType(shape, MATAIJ));

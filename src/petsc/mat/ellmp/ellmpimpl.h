@@ -45,6 +45,20 @@ struct SeqELLMP {
   double aij_bytes = 0; // bytes SeqAIJ's product would read (its inode kernel where it finds inodes), at the last build
 };
 
+// Marks B, a duplicate of an assembled matrix holding its storage, assembled as MatAssemblyEnd would (its own step
+// has nothing to do), without MatAssemblyEnd's -mat_view: AIJ's duplicates are not viewed either.
+inline PetscErrorCode ELLMPMarkAssembled(Mat B)
+{
+  PetscFunctionBegin;
+  B->preallocated     = PETSC_TRUE;
+  B->assembled        = PETSC_TRUE;
+  B->ass_nonzerostate = B->nonzerostate;
+  B->insertmode       = NOT_SET_VALUES;
+  B->num_ass++;
+  PetscCall(PetscObjectStateIncrease((PetscObject)B));
+  PetscFunctionReturn(0);
+}
+
 // For mpiellmp, whose diagonal and off-diagonal blocks are seqellmp matrices it stores itself.
 // A block of m x n with block sizes rbs x cbs (internal options prefix), with the parent's settings.
 PetscErrorCode SeqELLMPCreateBlock(PetscInt m, PetscInt n, PetscInt rbs, PetscInt cbs, const AIJMPSettings &settings,

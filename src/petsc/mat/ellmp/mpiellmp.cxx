@@ -694,9 +694,7 @@ PetscErrorCode MatDuplicate_MPIELLMP(Mat A, MatDuplicateOption op, Mat *B)
     PetscCall(MatDuplicate(a->off, op, &b->off));
     b->garray = a->garray;
     PetscCall(make_scatter(*B));
-    (*B)->preallocated = PETSC_TRUE;
-    PetscCall(MatAssemblyBegin(*B, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(*B, MAT_FINAL_ASSEMBLY));
+    PetscCall(ELLMPMarkAssembled(*B));
   }
   PetscFunctionReturn(0);
 }

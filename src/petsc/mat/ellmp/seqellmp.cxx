@@ -780,9 +780,7 @@ PetscErrorCode MatDuplicate_SeqELLMP(Mat A, MatDuplicateOption op, Mat *B)
   if (a->compact) {
     PetscCall(guarded([&] { b->compact = std::make_unique<CompactCsr>(*a->compact); }));
     if (op == MAT_DO_NOT_COPY_VALUES) PetscCall(guarded([&] { zero_compact_values(*b->compact); }));
-    (*B)->preallocated = PETSC_TRUE;
-    PetscCall(MatAssemblyBegin(*B, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(*B, MAT_FINAL_ASSEMBLY));
+    PetscCall(ELLMPMarkAssembled(*B));
   }
   PetscFunctionReturn(0);
 }
