@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include <petscdm.h> // MatGetDM, MatFDColoringUseDM (a DM's coloring)
+
 #include "mat/aijmp/aijmpimpl.h"
 #include "petscmp/core/compact_rows.hpp"
 
@@ -102,6 +104,18 @@ template <PetscErrorCode (*Twin)(Mat, Mat *), PetscErrorCode (*Store)(Mat, Mat)>
     Mat T = nullptr;
     PetscFunctionBegin;
     PetscCall(Twin(A, &T));
+    // the twin has the matrix's local-to-global mappings (a coloring in local, ghosted numbering needs them)
+    if (A->rmap->mapping || A->cmap->mapping)
+      PetscCall(MatSetLocalToGlobalMapping(T, A->rmap->mapping, A->cmap->mapping));
+    if (A->ops->fdcoloringapply != fdcoloringapply) {
+      // MatFDColoringUseDM replaced the matrix's apply step by the DM's (ghosted vectors, then AIJ's step, which
+      // would write into the twin only): the twin takes the DM's route, and the matrix stores the twin's values
+      DM dm = nullptr;
+      PetscCall(MatGetDM(A, &dm));
+      if (dm) PetscCall(MatSetDM(T, dm));
+      PetscCall(MatFDColoringUseDM(T, c));
+      A->ops->fdcoloringapply = fdcoloringapply;
+    }
     PetscCall((*T->ops->fdcoloringsetup)(T, coloring, c));
     PetscFunctionReturn(0);
   }
