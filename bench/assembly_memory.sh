@@ -12,12 +12,13 @@ nfem=${4:-77}
 exe="$build/bench/bench_assembly"
 [ -x "$exe" ] || { echo "bench/assembly_memory.sh: $exe not found; build first" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-run() { # problem n type options...: rank 0's assembly and reassembly lines, joined
-  mpiexec --oversubscribe -n "$np" "$exe" -problem "$1" -n "$2" -type "$3" "${@:4}" |
-    grep -E '^(assembly|reassembly) ' | head -2 | sed 's/^reassembly peak_MB/re_peak_MB/; s/ held_MB \([0-9.]*\) peak_bytes_per_nnz \([0-9.]*\)$/ re_held_MB \1 re_peak_bytes_per_nnz \2/' | tr '\n' ' '
+run() { # problem n type options...: the first assembly and reassembly lines printed (one rank), joined
+  local out
+  out=$(mpiexec --oversubscribe -n "$np" "$exe" -problem "$1" -n "$2" -type "$3" "${@:4}")
+  { grep -m1 '^assembly ' <<< "$out"; grep -m1 '^reassembly ' <<< "$out"; } | sed 's/^reassembly peak_MB/re_peak_MB/; s/ held_MB \([0-9.]*\) peak_bytes_per_nnz \([0-9.]*\)$/ re_held_MB \1 re_peak_bytes_per_nnz \2/' | tr '\n' ' '
 }
 "$exe" -n 2 | grep '^CPU' || true
-printf '%-6s %-22s %10s %10s %10s %12s %12s %14s\n' problem "type (rank 0 of $np)" nnz peak_MB held_MB peak_B/nnz \
+printf '%-6s %-22s %10s %10s %10s %12s %12s %14s\n' problem "type (a rank of $np)" nnz peak_MB held_MB peak_B/nnz \
   held_B/nnz reass_peak_B/nnz
 for p in "lap7 $n7" "fem $nfem"; do
   set -- $p
