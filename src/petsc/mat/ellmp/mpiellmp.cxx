@@ -272,6 +272,11 @@ PetscErrorCode open_collectively(Mat A)
       PetscCall(MatRestoreRow(d->local_rows, i, &n, &cols, nullptr));
     }
     PetscCall(MatMPIAIJSetPreallocation(d->assembly, 0, dn.data(), 0, on.data()));
+    // the replica's rows are given back as they are copied (it is destroyed right after): the temporary MPIAIJ grows
+    // as the replica shrinks, instead of both at full size
+    CsrView<PetscInt> replica;
+    PetscCall(SeqAIJCsrView(d->local_rows, replica));
+    StoredRowsReturn give_back({replica});
     for (PetscInt i = 0; i < m; ++i) {
       PetscInt n, row = i + A->rmap->rstart;
       const PetscInt *cols;
@@ -279,6 +284,7 @@ PetscErrorCode open_collectively(Mat A)
       PetscCall(MatGetRow(d->local_rows, i, &n, &cols, &vals));
       if (n) PetscCall(MatSetValues(d->assembly, 1, &row, n, cols, vals, INSERT_VALUES));
       PetscCall(MatRestoreRow(d->local_rows, i, &n, &cols, &vals));
+      if ((i + 1) % 32768 == 0) give_back(i + 1);
     }
     PetscCall(MatDestroy(&d->local_rows));
   } else if (d->diag) {
