@@ -23,16 +23,32 @@ constexpr const char *kLUSymbolic = "PetscMPLUSymbolic_C", *kILUSymbolic = "Pets
                      *kCholeskySymbolic = "PetscMPCholeskySymbolic_C", *kICCSymbolic = "PetscMPICCSymbolic_C",
                      *kLUNumeric = "PetscMPLUNumeric_C", *kCholeskyNumeric = "PetscMPCholeskyNumeric_C";
 
-// fn(aij): A itself when it is not an ellmp matrix, else its AIJ twin (values current).
-template <typename Fn> PetscErrorCode with_aij(Mat, Mat A, bool, Fn &&fn)
+// fn(aij): A itself when it is not an ellmp matrix, else its AIJ twin (values current). A normal matrix (A^T A,
+// A^H A: KSPLSQR's preconditioning matrix, which SPQR factors by reading its inner matrix as a SeqAIJ's arrays) of
+// an ellmp matrix is given as the same normal matrix of the twin.
+template <typename Fn> PetscErrorCode with_aij(Mat A, Fn &&fn)
 {
+  PetscBool hermitian = PETSC_FALSE, normal = PETSC_FALSE;
   PetscErrorCode (*twin)(Mat, Mat *) = nullptr;
-  Mat aij                            = A;
+  Mat inner = A, aij = nullptr, wrapped = nullptr;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)A, "PetscMPTwin_C", &twin));
-  if (twin) PetscCall(twin(A, &aij));
-  PetscCall(fn(aij));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATNORMALHERMITIAN, &hermitian));
+  if (!hermitian) PetscCall(PetscObjectTypeCompare((PetscObject)A, MATNORMAL, &normal));
+  if (hermitian) PetscCall(MatNormalHermitianGetMat(A, &inner));
+  if (normal) PetscCall(MatNormalGetMat(A, &inner));
+  PetscCall(PetscObjectQueryFunction((PetscObject)inner, "PetscMPTwin_C", &twin));
+  if (!twin) {
+    PetscCall(fn(A));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(twin(inner, &aij));
+  if (hermitian)
+    PetscCall(MatCreateNormalHermitian(aij, &wrapped));
+  else if (normal)
+    PetscCall(MatCreateNormal(aij, &wrapped));
+  PetscCall(fn(wrapped ? wrapped : aij));
+  PetscCall(MatDestroy(&wrapped));
   PetscFunctionReturn(0);
 }
 
@@ -44,7 +60,7 @@ PetscErrorCode run_numeric(const char *key, Mat F, Mat A, const MatFactorInfo *i
   PetscFunctionBegin;
   PetscCall(PetscObjectQueryFunction((PetscObject)F, key, &aij_numeric));
   PetscCheck(aij_numeric, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the factor lost its numeric step");
-  PetscCall(with_aij(F, A, false, [&](Mat aij) { return aij_numeric(F, aij, info); }));
+  PetscCall(with_aij(A, [&](Mat aij) { return aij_numeric(F, aij, info); }));
   PetscFunctionReturn(0);
 }
 
@@ -80,7 +96,7 @@ template <typename Symbolic, typename... Args> PetscErrorCode run_symbolic(const
   PetscFunctionBegin;
   PetscCall(PetscObjectQueryFunction((PetscObject)F, key, &aij_symbolic));
   PetscCheck(aij_symbolic, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the factor lost its symbolic step");
-  PetscCall(with_aij(F, A, true, [&](Mat aij) { return aij_symbolic(F, aij, args...); }));
+  PetscCall(with_aij(A, [&](Mat aij) { return aij_symbolic(F, aij, args...); }));
   PetscCall(wrap_numeric(F));
   PetscFunctionReturn(0);
 }
@@ -164,81 +180,42 @@ template <int... S> PetscErrorCode register_factors(std::integer_sequence<int, S
   PetscFunctionReturn(0);
 }
 
-// QR (PCQR: SPQR). Its steps are composed functions, and SPQR also factors
-// the normal matrices A^T A and A^H A of KSPLSQR by reading their inner matrix
-// as a SeqAIJ's arrays; an ellmp inner matrix is given to SPQR as a normal
-// matrix of its AIJ twin instead (bitwise the factor of AIJ's stored values).
+// QR (PCQR: SPQR), whose steps are composed functions; SPQR also factors the
+// normal matrices of ellmp matrices (with_aij gives it those of the twins).
 using QRSymbolic                  = PetscErrorCode (*)(Mat, Mat, IS, const MatFactorInfo *);
 constexpr const char *kQRSymbolic = "PetscMPQRSymbolic_C", *kQRNumeric = "PetscMPQRNumeric_C";
 
-// fn(m): A itself, or, where A or the inner matrix of a normal A is an ellmp
-// matrix, the same matrix made of its AIJ twin.
-template <typename Fn> PetscErrorCode with_aij_inner(Mat A, Fn &&fn)
-{
-  PetscBool hermitian = PETSC_FALSE, normal = PETSC_FALSE;
-  PetscErrorCode (*twin)(Mat, Mat *) = nullptr;
-  Mat inner = A, aij = nullptr, wrapped = nullptr;
-
-  PetscFunctionBegin;
-  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATNORMALHERMITIAN, &hermitian));
-  if (!hermitian) PetscCall(PetscObjectTypeCompare((PetscObject)A, MATNORMAL, &normal));
-  if (hermitian) PetscCall(MatNormalHermitianGetMat(A, &inner));
-  if (normal) PetscCall(MatNormalGetMat(A, &inner));
-  PetscCall(PetscObjectQueryFunction((PetscObject)inner, "PetscMPTwin_C", &twin));
-  if (!twin) {
-    PetscCall(fn(A));
-    PetscFunctionReturn(0);
-  }
-  PetscCall(twin(inner, &aij));
-  if (hermitian)
-    PetscCall(MatCreateNormalHermitian(aij, &wrapped));
-  else if (normal)
-    PetscCall(MatCreateNormal(aij, &wrapped));
-  PetscCall(fn(wrapped ? wrapped : aij));
-  PetscCall(MatDestroy(&wrapped));
-  PetscFunctionReturn(0);
-}
-
 PetscErrorCode qr_numeric(Mat F, Mat A, const MatFactorInfo *info)
 {
-  Numeric aij_numeric = nullptr;
+  return run_numeric(kQRNumeric, F, A, info);
+}
+
+// Puts `ours` in front of F's composed function `name` (the factor's own kept under `key`).
+template <typename Fn> PetscErrorCode wrap_composed(Mat F, const char *name, const char *key, Fn ours)
+{
+  Fn theirs = nullptr;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)F, kQRNumeric, &aij_numeric));
-  PetscCheck(aij_numeric, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the QR factor lost its numeric step");
-  PetscCall(with_aij_inner(A, [&](Mat aij) { return aij_numeric(F, aij, info); }));
+  PetscCall(PetscObjectQueryFunction((PetscObject)F, name, &theirs));
+  if (theirs && theirs != ours) {
+    PetscCall(PetscObjectComposeFunction((PetscObject)F, key, theirs));
+    PetscCall(PetscObjectComposeFunction((PetscObject)F, name, ours));
+  }
   PetscFunctionReturn(0);
 }
 
 PetscErrorCode qr_symbolic(Mat F, Mat A, IS col, const MatFactorInfo *info)
 {
-  QRSymbolic aij_symbolic = nullptr;
-  Numeric aij_numeric     = nullptr;
-
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)F, kQRSymbolic, &aij_symbolic));
-  PetscCheck(aij_symbolic, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the QR factor lost its symbolic step");
-  PetscCall(with_aij_inner(A, [&](Mat aij) { return aij_symbolic(F, aij, col, info); }));
-  PetscCall(PetscObjectQueryFunction((PetscObject)F, "MatQRFactorNumeric_C", &aij_numeric));
-  if (aij_numeric && aij_numeric != qr_numeric) {
-    PetscCall(PetscObjectComposeFunction((PetscObject)F, kQRNumeric, aij_numeric));
-    PetscCall(PetscObjectComposeFunction((PetscObject)F, "MatQRFactorNumeric_C", qr_numeric));
-  }
+  PetscCall(run_symbolic<QRSymbolic>(kQRSymbolic, F, A, col, info));
+  PetscCall(wrap_composed<Numeric>(F, "MatQRFactorNumeric_C", kQRNumeric, qr_numeric));
   PetscFunctionReturn(0);
 }
 
 // Puts qr_symbolic in front of the QR factor's own symbolic step.
 PetscErrorCode wrap_qr_symbolic(Mat F)
 {
-  QRSymbolic aij_symbolic = nullptr;
-
-  PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)F, "MatQRFactorSymbolic_C", &aij_symbolic));
-  if (aij_symbolic && aij_symbolic != qr_symbolic) {
-    PetscCall(PetscObjectComposeFunction((PetscObject)F, kQRSymbolic, aij_symbolic));
-    PetscCall(PetscObjectComposeFunction((PetscObject)F, "MatQRFactorSymbolic_C", qr_symbolic));
-  }
-  PetscFunctionReturn(0);
+  return wrap_composed<QRSymbolic>(F, "MatQRFactorSymbolic_C", kQRSymbolic, qr_symbolic);
 }
 
 // SPQR's own factor makers, kept before ours replace them.
