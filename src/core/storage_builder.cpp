@@ -2039,8 +2039,6 @@ CsrView<Index> range_view(const CsrView<Index> &csr, const RowRange<Index> &r, s
 void append_rows(CompactCsr &whole, CompactCsr &&piece, std::int64_t first_row, std::int64_t value_base)
 {
   for (RowBlock &b : piece.blocks) {
-    for (BigBuffer *buffer : {&b.values.buffer(), &b.cols.buffer(), &b.row_lengths.buffer(), &b.node_cols.buffer()})
-      buffer->trim();
     b.row_begin += first_row;
     b.row_end += first_row;
     b.value_base += value_base;
@@ -2247,8 +2245,11 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
   for (CompactPart<Index> &p : parts) {
     merge_ranges(p.copy);
     p.copy.stats.index_bytes = 0; // (the index bytes a product reads, as for a whole build)
-    for (const RowBlock &b : p.copy.blocks)
+    for (RowBlock &b : p.copy.blocks) {
       p.copy.stats.index_bytes += block_index_bytes<Index>(b);
+      for (BigBuffer *buffer : {&b.values.buffer(), &b.cols.buffer(), &b.row_lengths.buffer(), &b.node_cols.buffer()})
+        buffer->trim(); // (the blocks joined and those left alone: each array's unused tail once)
+    }
   }
 }
 
