@@ -138,6 +138,33 @@ template <PetscErrorCode (*Twin)(Mat, Mat *), PetscErrorCode (*Store)(Mat, Mat)>
     o->fdcoloringapply  = fdcoloringapply;
   }
 };
+// MatSetFromOptions and MatELLMPSetStorage of an ellmp type: Data (with `settings`) from DataOf, Stored(d) whether
+// it holds an assembled matrix, which a change of a setting that changes stored values stores anew through
+// Change::run (from its stored values: the matrix is what it stores).
+template <typename Data, Data *(*DataOf)(Mat), bool (*Stored)(const Data *), typename Change> struct SettingsOf {
+  template <typename Fn> static PetscErrorCode change(Mat A, Fn &&fn)
+  {
+    Data *d = DataOf(A);
+    PetscFunctionBegin;
+    const StorageOptions before = d->settings.opts;
+    PetscCall(fn(d->settings));
+    if (StorageChanged(before, d->settings.opts) && Stored(d))
+      PetscCall(Change::run(A, [](Mat) { return PetscErrorCode(0); }));
+    PetscFunctionReturn(0);
+  }
+  static PetscErrorCode setfromoptions(Mat A, PetscOptionItems *)
+  {
+    return change(A, [&](AIJMPSettings &s) { return AIJMPSetFromOptions(A, s, "ellmp"); });
+  }
+  static PetscErrorCode setstorage(Mat A, MatAIJMPStorage storage)
+  {
+    return change(A, [&](AIJMPSettings &s) {
+      s.opts.mode = static_cast<StorageMode>(storage);
+      s.explicitly_set |= kSetStorage;
+      return PetscErrorCode(0);
+    });
+  }
+};
 // MatProductSetFromOptions for products with ellmp operands: AIJ's routines on the operands' AIJ twins
 // (ellmp_product.cxx). Each ellmp type composes "PetscMPTwin_C" (its twin).
 PetscErrorCode MatProductSetFromOptions_ELLMP(Mat C);

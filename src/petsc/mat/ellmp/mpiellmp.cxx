@@ -754,40 +754,12 @@ struct Change {
 
 // ---- options, view, load, destroy ---------------------------------------------
 
-// An assembled matrix is stored anew when a setting that changes its values changed (from its stored values:
-// the matrix is what it stores).
-PetscErrorCode apply_settings(Mat A, const StorageOptions &before)
+// An assembled matrix (not open for assembly): settings that change stored values store it anew.
+bool holds_stored(const MPIELLMP *d)
 {
-  MPIELLMP *d = data_of(A);
-
-  PetscFunctionBegin;
-  if (StorageChanged(before, d->settings.opts) && d->diag && !d->assembly && !d->local_rows)
-    PetscCall(change_through_aij(A, [](Mat) { return PetscErrorCode(0); }));
-  PetscFunctionReturn(0);
+  return d->diag && !d->assembly && !d->local_rows;
 }
-
-PetscErrorCode MatSetFromOptions_MPIELLMP(Mat A, PetscOptionItems *)
-{
-  MPIELLMP *d = data_of(A);
-
-  PetscFunctionBegin;
-  const StorageOptions before = d->settings.opts;
-  PetscCall(AIJMPSetFromOptions(A, d->settings, "ellmp"));
-  PetscCall(apply_settings(A, before));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode MatELLMPSetStorage_MPIELLMP(Mat A, MatAIJMPStorage storage)
-{
-  MPIELLMP *d = data_of(A);
-
-  PetscFunctionBegin;
-  const StorageOptions before = d->settings.opts;
-  d->settings.opts.mode       = static_cast<StorageMode>(storage);
-  d->settings.explicitly_set |= kSetStorage;
-  PetscCall(apply_settings(A, before));
-  PetscFunctionReturn(0);
-}
+using Settings = SettingsOf<MPIELLMP, data_of, holds_stored, Change>;
 
 PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
 {
@@ -889,8 +861,7 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
-  PetscCall(
-      PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? MatELLMPSetStorage_MPIELLMP : nullptr));
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? Settings::setstorage : nullptr));
   PetscCall(ELLMPComposeProducts(A, false, twin_of, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_mpiaij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_aij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));
@@ -939,7 +910,7 @@ void set_operations(MatOps o)
   o->zeroentries                 = MatZeroEntries_MPIELLMP;
   o->copy                        = MatCopy_MPIELLMP;
   o->duplicate                   = MatDuplicate_MPIELLMP;
-  o->setfromoptions              = MatSetFromOptions_MPIELLMP;
+  o->setfromoptions              = Settings::setfromoptions;
   o->view                        = MatView_MPIELLMP;
   o->load                        = MatLoad_MPIELLMP;
   o->destroy                     = MatDestroy_MPIELLMP;

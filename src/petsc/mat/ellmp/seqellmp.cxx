@@ -787,40 +787,12 @@ PetscErrorCode MatDuplicate_SeqELLMP(Mat A, MatDuplicateOption op, Mat *B)
 
 // ---- options, view, load, destroy ---------------------------------------------
 
-// An assembled matrix is stored anew when a setting that changes its values changed (from its stored values:
-// the matrix is what it stores).
-PetscErrorCode apply_settings(Mat A, const StorageOptions &before)
+// An assembled matrix (not open for assembly): settings that change stored values store it anew.
+bool holds_stored(const SeqELLMP *d)
 {
-  SeqELLMP *d = data_of(A);
-
-  PetscFunctionBegin;
-  if (StorageChanged(before, d->settings.opts) && d->compact && !d->assembly)
-    PetscCall(change_through_aij(A, [](Mat) { return PetscErrorCode(0); }));
-  PetscFunctionReturn(0);
+  return d->compact && !d->assembly;
 }
-
-PetscErrorCode MatSetFromOptions_SeqELLMP(Mat A, PetscOptionItems *)
-{
-  SeqELLMP *d = data_of(A);
-
-  PetscFunctionBegin;
-  const StorageOptions before = d->settings.opts;
-  PetscCall(AIJMPSetFromOptions(A, d->settings, "ellmp"));
-  PetscCall(apply_settings(A, before));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode MatELLMPSetStorage_SeqELLMP(Mat A, MatAIJMPStorage storage)
-{
-  SeqELLMP *d = data_of(A);
-
-  PetscFunctionBegin;
-  const StorageOptions before = d->settings.opts;
-  d->settings.opts.mode       = static_cast<StorageMode>(storage);
-  d->settings.explicitly_set |= kSetStorage;
-  PetscCall(apply_settings(A, before));
-  PetscFunctionReturn(0);
-}
+using Settings = SettingsOf<SeqELLMP, data_of, holds_stored, Change>;
 
 PetscErrorCode MatView_SeqELLMP(Mat A, PetscViewer viewer)
 {
@@ -884,8 +856,7 @@ PetscErrorCode compose_functions(Mat A, bool on)
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
-  PetscCall(
-      PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? MatELLMPSetStorage_SeqELLMP : nullptr));
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? Settings::setstorage : nullptr));
   PetscCall(ELLMPComposeProducts(A, true, SeqELLMPTwin, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_seqaij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_aij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
@@ -954,7 +925,7 @@ void set_operations(MatOps o)
   o->zeroentries                 = MatZeroEntries_SeqELLMP;
   o->copy                        = MatCopy_SeqELLMP;
   o->duplicate                   = MatDuplicate_SeqELLMP;
-  o->setfromoptions              = MatSetFromOptions_SeqELLMP;
+  o->setfromoptions              = Settings::setfromoptions;
   o->view                        = MatView_SeqELLMP;
   o->load                        = MatLoad_SeqELLMP;
   o->destroy                     = MatDestroy_SeqELLMP;
