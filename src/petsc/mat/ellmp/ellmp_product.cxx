@@ -52,25 +52,27 @@ template <typename Op> PetscErrorCode wrap(Mat C, Op &slot, Op ours, const char 
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode product_numeric(Mat C)
+// AIJ's phase of the product (kept on C under `key`) with the operands' AIJ twins.
+PetscErrorCode run_phase(Mat C, const char *key, const char *phase)
 {
-  PetscErrorCode (*aij_numeric)(Mat) = nullptr;
+  PetscErrorCode (*aij_phase)(Mat) = nullptr;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)C, kNumeric, &aij_numeric));
-  PetscCheck(aij_numeric, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the product lost its numeric phase");
-  PetscCall(with_aij_operands(C, [&] { return aij_numeric(C); }));
+  PetscCall(PetscObjectQueryFunction((PetscObject)C, key, &aij_phase));
+  PetscCheck(aij_phase, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the product lost its %s phase", phase);
+  PetscCall(with_aij_operands(C, [&] { return aij_phase(C); }));
   PetscFunctionReturn(0);
+}
+
+PetscErrorCode product_numeric(Mat C)
+{
+  return run_phase(C, kNumeric, "numeric");
 }
 
 PetscErrorCode product_symbolic(Mat C)
 {
-  PetscErrorCode (*aij_symbolic)(Mat) = nullptr;
-
   PetscFunctionBegin;
-  PetscCall(PetscObjectQueryFunction((PetscObject)C, kSymbolic, &aij_symbolic));
-  PetscCheck(aij_symbolic, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the product lost its symbolic phase");
-  PetscCall(with_aij_operands(C, [&] { return aij_symbolic(C); }));
+  PetscCall(run_phase(C, kSymbolic, "symbolic"));
   PetscCall(wrap(C, C->ops->productnumeric, product_numeric, kNumeric));
   PetscFunctionReturn(0);
 }
