@@ -6,6 +6,8 @@
 #include "petscmp_test.h"
 
 #include <petscksp.h>
+#include <stdio.h>
+#include <unistd.h>
 
 static PetscMPIInt size_of_world(void)
 {
@@ -290,25 +292,55 @@ static PetscErrorCode TestChanges(const TestMatOpts *o)
   PetscFunctionReturn(0);
 }
 
+/* A file name no other test process uses (ctest runs the 1, 2 and 3 rank variants at once in one directory). */
+static PetscErrorCode UniqueFileName(char *name, size_t len)
+{
+  long pid = (long)getpid();
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Bcast(&pid, 1, MPI_LONG, 0, PETSC_COMM_WORLD));
+  PetscCall(PetscSNPrintf(name, len, "test_ellmp_%ld.bin", pid));
+  PetscFunctionReturn(0);
+}
+
+/* Removes the binary file and the .info file PETSc writes beside it. */
+static PetscErrorCode RemoveFile(const char *name)
+{
+  char        info[PETSC_MAX_PATH_LEN];
+  PetscMPIInt rank;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+  if (rank == 0) {
+    PetscCall(PetscSNPrintf(info, sizeof(info), "%s.info", name));
+    PetscCheck(remove(name) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_UNEXPECTED, "cannot remove %s", name);
+    (void)remove(info);
+  }
+  PetscFunctionReturn(0);
+}
+
 /* A lossy matrix is what it stores: written to a binary file and loaded (as ellmp and as AIJ) it is unchanged. */
 static PetscErrorCode TestBinaryFile(const TestMatOpts *o)
 {
   Mat         E, L, LA;
   PetscViewer v;
+  char        file[PETSC_MAX_PATH_LEN];
 
   PetscFunctionBeginUser;
+  PetscCall(UniqueFileName(file, sizeof(file)));
   PetscCall(SetStorage("fp16"));
   PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATELLMP, o, &E));
-  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_ellmp.bin", FILE_MODE_WRITE, &v));
+  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_WRITE, &v));
   PetscCall(MatView(E, v));
   PetscCall(PetscViewerDestroy(&v));
   PetscCall(SetStorage("lossless"));
-  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_ellmp.bin", FILE_MODE_READ, &v));
+  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_READ, &v));
   PetscCall(MatCreate(PETSC_COMM_WORLD, &L));
   PetscCall(MatSetType(L, MATELLMP));
   PetscCall(MatLoad(L, v));
   PetscCall(PetscViewerDestroy(&v));
-  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, "test_ellmp.bin", FILE_MODE_READ, &v));
+  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, file, FILE_MODE_READ, &v));
   PetscCall(MatCreate(PETSC_COMM_WORLD, &LA));
   PetscCall(MatSetType(LA, MATAIJ));
   PetscCall(MatLoad(LA, v));
@@ -319,6 +351,7 @@ static PetscErrorCode TestBinaryFile(const TestMatOpts *o)
   PetscCall(MatDestroy(&E));
   PetscCall(MatDestroy(&L));
   PetscCall(MatDestroy(&LA));
+  PetscCall(RemoveFile(file));
   PetscFunctionReturn(0);
 }
 
