@@ -81,11 +81,7 @@ $  MAT_AIJMP_KERNEL_COMPACT - the compact copy, in the storage and layout chosen
 
 .seealso: `MatAIJMPSetKernel()`, `MATAIJMP`
 E*/
-typedef enum {
-  MAT_AIJMP_KERNEL_AUTO,
-  MAT_AIJMP_KERNEL_AIJ,
-  MAT_AIJMP_KERNEL_COMPACT
-} MatAIJMPKernel;
+typedef enum { MAT_AIJMP_KERNEL_AUTO, MAT_AIJMP_KERNEL_AIJ, MAT_AIJMP_KERNEL_COMPACT } MatAIJMPKernel;
 PETSC_EXTERN const char *const MatAIJMPKernels[];
 
 /* Storage formats, in the order of the per-format arrays of MatAIJMPInfo. */
@@ -133,8 +129,10 @@ PETSC_EXTERN const char *const PetscMPFormats[];
                          and values (with MPI: of the diagonal block, the most of any process)
 -  value_builds        - value-only rebuilds: after a change of values with the same nonzero pattern, when every row
                          keeps its format, the layout and indices are kept and only the values are rewritten
--  sorted_windows      - ellmp with -mat_ellmp_sort_window sigma > 1: windows of sigma rows whose rows are stored sorted
+.  sorted_windows      - ellmp with -mat_ellmp_sort_window sigma > 1: windows of sigma rows whose rows are stored sorted
                          by length (fewer padding entries in their slices)
+-  narrow_rows         - rows of sliced blocks in narrow slices: not shifted, columns within 2^16 of the slice's
+                         smallest one, stored as that column and a 16-bit offset per entry (half the index bytes)
 
    Level: intermediate
 S*/
@@ -160,12 +158,13 @@ typedef struct {
   PetscInt64 builds;
   PetscInt64 value_builds;
   PetscInt64 sorted_windows;
+  PetscInt64 narrow_rows;
 } MatAIJMPInfo;
 
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);
 PETSC_EXTERN PetscErrorCode PetscMPFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode PetscDLLibraryRegister_petscmp(void);
-PETSC_EXTERN const char    *PetscMPCompiledISA(void);
+PETSC_EXTERN const char *PetscMPCompiledISA(void);
 
 PETSC_EXTERN PetscErrorCode MatAIJMPSetStorage(Mat, MatAIJMPStorage);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetStorage(Mat, MatAIJMPStorage *);
@@ -209,7 +208,7 @@ PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATA
 
 .seealso: `MATAIJMP`, `MatAIJMPStorage`
 M*/
-#define MATELLMP    "ellmp"
+#define MATELLMP "ellmp"
 #define MATSEQELLMP "seqellmp"
 #define MATMPIELLMP "mpiellmp"
 PETSC_EXTERN PetscLogEvent MATELLMP_Build, MATELLMP_Mult;

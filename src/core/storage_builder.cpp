@@ -446,6 +446,15 @@ inline std::int64_t shifted_slice_count(const RowBlock &b)
   return count;
 }
 
+// Rows of block b in narrow slices.
+inline std::int64_t narrow_slice_rows(const RowBlock &b)
+{
+  std::int64_t rows = 0;
+  for (std::int64_t q = 0; q < b.slice_count(); ++q)
+    if (b.narrow_slice(q)) rows += std::min<std::int64_t>(kSliceRows, b.row_count() - q * kSliceRows);
+  return rows;
+}
+
 // Bytes of indices a product reads for one block: the master's columns and
 // row pointers (CSR order, plus the row list and offsets when grouped), or
 // the slices' own columns, row lengths and offsets (sliced).
@@ -550,19 +559,39 @@ template <typename Index> bool has_shifted_slice(const CsrView<Index> &csr, cons
 }
 
 // Where the values and the columns of each slice of block b start when sliced:
-// each slice as wide as its longest row; 8 columns per entry, or 1 when the
-// slice is shifted.
+// each slice as wide as its longest row; 8 columns per entry, 1 when the
+// slice is shifted, or a base and 8 16-bit offsets when it is narrow.
 struct SliceShape {
   std::vector<std::int64_t> offsets, col_offsets; // slices + 1 each; empty: not sliced
   std::int64_t shifted = 0;                       // shifted slices
+  std::int64_t narrow  = 0;                       // narrow slices
   bool empty() const { return offsets.empty(); }
   void clear()
   {
     offsets.clear();
     col_offsets.clear();
-    shifted = 0;
+    shifted = narrow = 0;
   }
 };
+
+// Largest offset from a narrow slice's base column (16 bits).
+constexpr std::int64_t kMaxNarrowOffset = 0xffff;
+
+// Whether the rows [k0, k1) of block b have their columns within 2^16 of the
+// smallest one. Columns ascend within a row (as PETSc's AIJ keeps them), so a
+// row's first and last column bound it; shape_slices checks every column.
+template <typename Index>
+bool narrow_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
+{
+  std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+  for (std::int64_t k = k0; k < k1; ++k) {
+    const std::int64_t row = b.row(k), start = csr.rowptr[row], end = csr.rowptr[row + 1];
+    if (start == end) continue;
+    lo = std::min<std::int64_t>(lo, csr.cols[start]);
+    hi = std::max<std::int64_t>(hi, csr.cols[end - 1]);
+  }
+  return hi >= 0 && hi - lo <= kMaxNarrowOffset;
+}
 
 // (shape: in, vectors of a copy being replaced, whose memory is reused: a
 // stencil's offsets are 2 bytes per row, fresh pages at each build otherwise)
@@ -571,8 +600,8 @@ template <typename Index> void slice_shape_of(const CsrView<Index> &csr, const R
   const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
   shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
   shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
-  shape.shifted      = 0;
-  const Index *first = b.grouped() ? nullptr : csr.rowptr + b.row_begin; // run blocks: consecutive rows
+  shape.shifted = shape.narrow = 0;
+  const Index *first           = b.grouped() ? nullptr : csr.rowptr + b.row_begin; // run blocks: consecutive rows
   for (std::int64_t q = 0; q < nslices; ++q) {
     std::int64_t width    = 0;
     const std::int64_t k1 = std::min(nrows, (q + 1) * kSliceRows);
@@ -583,9 +612,13 @@ template <typename Index> void slice_shape_of(const CsrView<Index> &csr, const R
       for (std::int64_t k = q * kSliceRows; k < k1; ++k)
         width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
     const bool shifted       = is_shifted_slice(csr, b, q);
+    const bool narrow        = !shifted && width > 0 && narrow_columns(csr, b, q * kSliceRows, k1);
     shape.offsets[q + 1]     = shape.offsets[q] + width * kSliceRows;
-    shape.col_offsets[q + 1] = shape.col_offsets[q] + (shifted ? width : width * kSliceRows);
+    shape.col_offsets[q + 1] = shape.col_offsets[q] + (shifted  ? width
+                                                       : narrow ? RowBlock::narrow_slice_columns(width)
+                                                                : width * kSliceRows);
     shape.shifted += shifted;
+    shape.narrow += narrow;
   }
 }
 
@@ -1310,25 +1343,44 @@ template <typename S, typename Index> void shape_slices(const CsrView<Index> &cs
       std::fill_n(b.row_lengths.data() + q * kSliceRows, kSliceRows, static_cast<std::int32_t>(width));
       continue;
     }
+    const bool narrow      = b.narrow_slice(q);
+    std::int64_t col_base  = std::numeric_limits<std::int64_t>::max();
+    std::uint16_t *offsets = narrow ? reinterpret_cast<std::uint16_t *>(slice_cols + 1) : nullptr;
+    if (narrow) {
+      for (std::int64_t k = q * kSliceRows; k < std::min(nrows, (q + 1) * kSliceRows); ++k)
+        if (csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)])
+          col_base = std::min<std::int64_t>(col_base, csr.cols[csr.rowptr[b.row(k)]]);
+      slice_cols[0] = static_cast<std::int32_t>(col_base);
+    }
+    bool in_range = true; // (no early exit: loops the compiler vectorizes)
     for (std::int64_t r = 0; r < kSliceRows; ++r) {
       const std::int64_t k = q * kSliceRows + r;
       std::int64_t n = 0, start = 0;
       if (k < nrows) {
         start = csr.rowptr[b.row(k)];
         n     = csr.rowptr[b.row(k) + 1] - start;
-        if (!shifted)
+        if (narrow)
+          for (std::int64_t e = 0; e < n; ++e) {
+            const std::int64_t offset = static_cast<std::int64_t>(csr.cols[start + e]) - col_base;
+            in_range &= offset >= 0 && offset <= kMaxNarrowOffset;
+            offsets[r + e * kSliceRows] = static_cast<std::uint16_t>(offset);
+          }
+        else
           for (std::int64_t e = 0; e < n; ++e)
             slice_cols[r + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
-        else if (r == 0)
-          for (std::int64_t e = 0; e < n; ++e)
-            slice_cols[e] = static_cast<std::int32_t>(csr.cols[start + e]);
       }
       b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(n);
       for (std::int64_t e = n; e < width; ++e) {
         vals[base + r + e * kSliceRows] = zero;
-        slice_cols[r + e * kSliceRows]  = 0;
+        if (narrow)
+          offsets[r + e * kSliceRows] = 0;
+        else
+          slice_cols[r + e * kSliceRows] = 0;
       }
     }
+    if (!in_range) // slice_shape_of bounded the columns by each row's first and last
+      throw StorageError("petscmp: the column indices of a row are not in ascending order (PETSc's AIJ keeps "
+                         "them sorted; MatCreateSeqAIJWithArrays requires it)");
   }
 }
 
@@ -1489,6 +1541,7 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
     out.stats.shifted_rows += shifted_slice_count(b) * kSliceRows;
+    out.stats.narrow_rows += narrow_slice_rows(b);
     if (b.node_layout()) count_nodes(b, out.stats);
     // a node block's padding is never read as values
     out.stats.value_bytes += b.node_layout() ? b.nnz * static_cast<std::int64_t>(format_bytes(b.format))
@@ -2060,6 +2113,7 @@ void append_rows(CompactCsr &whole, CompactCsr &&piece, std::int64_t first_row, 
   w.stored += p.stored;
   w.sliced_rows += p.sliced_rows;
   w.shifted_rows += p.shifted_rows;
+  w.narrow_rows += p.narrow_rows;
   w.node_rows += p.node_rows;
   w.nodes += p.nodes;
   w.wide_nodes += p.wide_nodes;

@@ -18,8 +18,16 @@ struct ShiftedColumns {
   std::int64_t operator[](std::int64_t at) const { return slice_cols[at / kSliceRows] + lane; }
 };
 
+// The columns of one row of a narrow slice, indexed as a gathered slice's
+// are: the slice's base column plus the row's 16-bit offset of each entry.
+struct NarrowColumns {
+  const std::uint16_t *offsets; // the slice's offsets, from the row's lane
+  std::int32_t base;
+  std::int64_t operator[](std::int64_t at) const { return std::int64_t{base} + offsets[at]; }
+};
+
 // sum + sum_k vals[k s] * x[cols[k s]], k in [0, n), s = stride (1 in CSR
-// order, kSliceRows in a slice); cols is a pointer or ShiftedColumns.
+// order, kSliceRows in a slice); cols is a pointer, ShiftedColumns or NarrowColumns.
 template <SumOrder Order, typename Storage, typename Columns>
 inline double row_dot(double sum, reduced_range<Storage> vals, Columns cols, std::int64_t n, const double *x,
                       std::int64_t stride = 1)
@@ -71,7 +79,7 @@ inline double node_row_dot(double sum, reduced_range<Storage> node_vals, int r, 
 // Calls fn(cols, first value index, stride, length) for block row k of a
 // row-wise (CSR-order or sliced) block: entry e's value is at first + e *
 // stride and its column is cols[e * stride] (cols: a pointer, or
-// ShiftedColumns for a shifted slice). A sliced block never reads the master
+// ShiftedColumns / NarrowColumns for a shifted / narrow slice). A sliced block never reads the master
 // (rowptr and master_cols may be null).
 template <typename Index, typename Fn>
 inline void with_row_entries(const RowBlock &block, const Index *rowptr, const Index *master_cols, std::int64_t k,
@@ -83,6 +91,8 @@ inline void with_row_entries(const RowBlock &block, const Index *rowptr, const I
     const std::int32_t *slice_cols = block.cols.data() + block.slice_col_offsets[q];
     if (block.shifted_slice(q))
       fn(ShiftedColumns{slice_cols, static_cast<std::int32_t>(lane)}, first, std::int64_t{kSliceRows}, n);
+    else if (block.narrow_slice(q))
+      fn(NarrowColumns{block.narrow_offsets(q) + lane, block.narrow_base(q)}, first, std::int64_t{kSliceRows}, n);
     else
       fn(slice_cols + lane, first, std::int64_t{kSliceRows}, n);
     return;

@@ -107,10 +107,26 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
       for (std::int64_t e = 0; shifted && e < width; ++e)
         shifted = m.cols[m.rowptr[row] + e] == m.cols[m.rowptr[row0] + e] + (k - q * kSliceRows);
     }
+    // narrow: any other slice whose columns lie within 2^16 of its smallest one
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+    for (std::int64_t k = q * kSliceRows; k < std::min(b.row_count(), (q + 1) * kSliceRows); ++k) {
+      const Index row = static_cast<Index>(b.row(k));
+      for (Index at = m.rowptr[row]; at < m.rowptr[row + 1]; ++at) {
+        lo = std::min<std::int64_t>(lo, m.cols[at]);
+        hi = std::max<std::int64_t>(hi, m.cols[at]);
+      }
+    }
+    const bool narrow = !shifted && width > 0 && hi - lo < 65536;
     EXPECT_EQ(b.shifted_slice(q), shifted) << "slice " << q;
+    EXPECT_EQ(b.narrow_slice(q), narrow) << "slice " << q;
     EXPECT_EQ(b.slice_offsets[q + 1] - b.slice_offsets[q], width * kSliceRows) << "slice " << q;
-    EXPECT_EQ(b.slice_col_offsets[q + 1] - b.slice_col_offsets[q], shifted ? width : width * kSliceRows)
+    EXPECT_EQ(b.slice_col_offsets[q + 1] - b.slice_col_offsets[q], shifted  ? width
+                                                                   : narrow ? 1 + width * kSliceRows / 2
+                                                                            : width * kSliceRows)
         << "slice " << q;
+    if (narrow) {
+      EXPECT_EQ(b.narrow_base(q), lo) << "slice " << q;
+    }
     for (std::int64_t k = q * kSliceRows; k < (q + 1) * kSliceRows; ++k)
       for (std::int64_t e = 0; e < width; ++e) {
         const std::int64_t at = b.value_index(k, e, 0);
@@ -118,7 +134,10 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
           const Index row = static_cast<Index>(b.row(k));
           EXPECT_EQ(b.slice_column(k, e), static_cast<std::int64_t>(m.cols[m.rowptr[row] + e]));
         } else {
-          EXPECT_EQ(b.cols[b.slice_col_offsets[q] + e * kSliceRows + k % kSliceRows], 0);
+          if (narrow)
+            EXPECT_EQ(b.narrow_offsets(q)[e * kSliceRows + k % kSliceRows], 0);
+          else
+            EXPECT_EQ(b.cols[b.slice_col_offsets[q] + e * kSliceRows + k % kSliceRows], 0);
           EXPECT_EQ(decode_at(b.values, b.format, at), 0.0) << "padding must be zero";
         }
       }
@@ -1004,10 +1023,12 @@ template <typename Index> TestCsr<Index> rows_of_lengths(const std::vector<int> 
   TestCsr<Index> m;
   m.ncols = ncols;
   for (std::size_t i = 0; i < lengths.size(); ++i) {
+    const std::size_t start = m.cols.size();
     for (int e = 0; e < lengths[i]; ++e) {
       m.cols.push_back(static_cast<Index>((7 * i + 3 * e + 1) % static_cast<std::size_t>(ncols)));
       m.vals.push_back(static_cast<double>(m.vals.size() % 100 + 1));
     }
+    std::sort(m.cols.begin() + static_cast<std::ptrdiff_t>(start), m.cols.end()); // ascending, as AIJ keeps them
     m.rowptr.push_back(static_cast<Index>(m.vals.size()));
     ++m.nrows;
   }
@@ -1032,7 +1053,9 @@ TYPED_TEST(BuilderTest, SlicedLayoutRoundTrip)
     // widths 4, 4, 4 (every slice has a row of length 4): 3 * 8 * 4 stored entries
     EXPECT_EQ(b.stored_count(), 96);
     EXPECT_EQ(A.stats.value_bytes, 96 * static_cast<std::int64_t>(format_bytes(b.format)));
-    EXPECT_EQ(A.stats.index_bytes, 96 * 4 + 24 * 4 + 4 * 16); // columns, lengths, value and column offsets
+    // narrow slices (50 columns): a base and 16-bit offsets, lengths, value and column offsets
+    EXPECT_EQ(A.stats.index_bytes, 3 * (1 + 4 * 4) * 4 + 24 * 4 + 4 * 16);
+    EXPECT_EQ(A.stats.narrow_rows, 21);
     check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
   }
 }
@@ -1067,10 +1090,13 @@ TYPED_TEST(BuilderTest, ShiftedSlices)
       EXPECT_FALSE(b.shifted_slice(2));
       EXPECT_FALSE(b.shifted_slice(3));
       EXPECT_EQ(A.stats.shifted_rows, 8);
-      // columns: 3 for slice 0, then 8 per entry of widths 3, 4, 3
-      EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), 3 + 8 * (3 + 4 + 3));
+      // columns: 3 for slice 0, then (narrow slices: 40 columns) a base and 8 16-bit offsets per entry of
+      // widths 3, 4, 3
+      EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), 3 + (1 + 4 * 3) + (1 + 4 * 4) + (1 + 4 * 3));
+      EXPECT_TRUE(b.narrow_slice(1) && b.narrow_slice(2) && b.narrow_slice(3));
+      EXPECT_EQ(A.stats.narrow_rows, 8 + 8 + 4);
       // columns, the row lengths of the 3 gathered slices, value and column offsets
-      EXPECT_EQ(A.stats.index_bytes, (3 + 8 * 10) * 4 + 3 * 8 * 4 + 5 * 16);
+      EXPECT_EQ(A.stats.index_bytes, (3 + 43) * 4 + 3 * 8 * 4 + 5 * 16);
       const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
       check_compact(A, m, formats);
       // a value-only refill keeps the shifted slice and writes the new values in it

@@ -149,6 +149,22 @@ template <typename Index> void run_mode(StorageMode mode)
         compare_backends(a, mode, SumOrder::paired, shape, layout);
     }
   }
+  // slices with columns within 16 bits of their base (narrow: 16-bit offsets) and wider ones: 7 rows in 8
+  // draw their columns near the diagonal, the others anywhere in 150000 columns
+  RowRecipe near_rows   = kBigRows;
+  near_rows.node_window = 30000;
+  for (Shape shape : {Shape::fragmented, Shape::runs}) {
+    const Matrix<Index> a = random_matrix<Index>(std::max(nrows / 4, Index(40000)), Index(150000), shape,
+                                                 51 + static_cast<unsigned>(shape), near_rows);
+    const CompactCsr S    = build_compact_csr(
+           a.view(), StorageOptions{mode, 1e-3, 0.1, 0.99, 1.0, -1.0, SumOrder::sequential, Layout::sliced});
+    if (!S.entry_split()) {
+      ASSERT_GT(S.stats.narrow_rows, S.stats.sliced_rows / 10) << "the test matrix has too few narrow slices";
+      ASSERT_LT(S.stats.narrow_rows, S.stats.sliced_rows * 9 / 10) << "the test matrix has too few wide slices";
+    }
+    for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+      compare_backends(a, mode, order, shape, Layout::sliced);
+  }
   // rows in nodes of 1..5 rows (inodes), 16-bit offsets but for one node in eight
   RowRecipe node_rows     = kBigRows;
   node_rows.max_node_rows = 5;

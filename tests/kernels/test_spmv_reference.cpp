@@ -281,7 +281,7 @@ TYPED_TEST(SpmvReference, NodeMatrices)
       const Matrix<Index> a = random_matrix<Index>(Index(900), ncols, shape, 23 + static_cast<unsigned>(shape), nodes);
       for (int mi = 0; mi < kStorageModeCount; ++mi)
         for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
-          for (Layout layout : {Layout::automatic, Layout::csr, Layout::node}) {
+          for (Layout layout : {Layout::automatic, Layout::csr, Layout::node, Layout::sliced}) {
             const StorageMode mode = static_cast<StorageMode>(mi);
             if (wide && mode != StorageMode::lossless && mode != StorageMode::fp16) continue; // the same code paths
             SCOPED_TRACE(std::string(wide ? "wide " : "narrow ") + shape_name(shape) + " " + storage_mode_name(mode) +
@@ -289,6 +289,18 @@ TYPED_TEST(SpmvReference, NodeMatrices)
             // the dense comparison checks values, the same in every layout: once, for nodes
             check_case(a, options(mode, order, layout), shape != Shape::runs, !wide && layout == Layout::node);
           }
+      // sliced, the rows' slices have columns within 16 bits of their base (narrow) or (wide) some not
+      const CompactCsr S =
+          build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::paired, Layout::sliced));
+      if (wide) {
+        EXPECT_GT(S.stats.narrow_rows, 0);
+        EXPECT_LT(S.stats.narrow_rows, S.stats.sliced_rows);
+      } else { // every slice with entries is narrow (or shifted)
+        for (const RowBlock &b : S.blocks)
+          for (std::int64_t q = 0; q < b.slice_count(); ++q)
+            EXPECT_EQ(b.narrow_slice(q), b.slice_width(q) > 0 && !b.shifted_slice(q)) << "slice " << q;
+        EXPECT_GT(S.stats.narrow_rows, 0);
+      }
       // the node layout really holds nodes of several sizes, narrow (and wide)
       const CompactCsr A = build_compact_csr(a.view(), options(StorageMode::lossless, SumOrder::paired, Layout::node));
       if (wide)

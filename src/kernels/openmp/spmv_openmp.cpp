@@ -172,8 +172,10 @@ void thread_slices(const RowBlock &block, int t, int nt, std::int64_t &q0, std::
 // rows is one read of 8 values through the accessor, one read of their x and
 // one multiply. A gathered slice gathers x and masks the adds to the rows that
 // have an entry j, so every row's sum takes exactly the reference's steps (no
-// padding term is added); a shifted slice (all rows of one length, columns
-// shifted by the lane) reads x with one plain load and adds in every lane.
+// padding term is added; a narrow slice's 16-bit offsets are widened and
+// gather from x + its base column); a shifted slice (all rows of one length,
+// columns shifted by the lane) reads x with one plain load and adds in every
+// lane.
 template <SumOrder Order, typename S>
 void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
@@ -209,21 +211,33 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
       auto has_entry        = [&](std::int64_t e) {
         return _mm256_cmpgt_epi32_mask(lengths, _mm256_set1_epi32(static_cast<int>(e)));
       };
-      auto product = [&](std::int64_t e, __mmask8 m) {
-        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
-        return _mm512_mul_pd(value8(base + e * kSliceRows), _mm512_mask_i32gather_pd(zero, m, c, x, 8));
-      };
-      if constexpr (Order == SumOrder::paired) { // sum += a_j x_j + a_j+1 x_j+1, then the odd one
-        for (; j + 1 < width; j += 2) {
-          const __mmask8 m0 = has_entry(j), m1 = has_entry(j + 1);
-          const __m512d p0 = product(j, m0);
-          const __m512d p1 = product(j + 1, m1);
-          sum              = _mm512_mask_add_pd(sum, m0, sum, _mm512_mask_add_pd(p0, m1, p0, p1));
+      // columns_of(e): entry e's 8 column indices into xs
+      auto gathered = [&](const double *xs, auto columns_of) {
+        auto product = [&](std::int64_t e, __mmask8 m) {
+          return _mm512_mul_pd(value8(base + e * kSliceRows), _mm512_mask_i32gather_pd(zero, m, columns_of(e), xs, 8));
+        };
+        if constexpr (Order == SumOrder::paired) { // sum += a_j x_j + a_j+1 x_j+1, then the odd one
+          for (; j + 1 < width; j += 2) {
+            const __mmask8 m0 = has_entry(j), m1 = has_entry(j + 1);
+            const __m512d p0 = product(j, m0);
+            const __m512d p1 = product(j + 1, m1);
+            sum              = _mm512_mask_add_pd(sum, m0, sum, _mm512_mask_add_pd(p0, m1, p0, p1));
+          }
         }
-      }
-      for (; j < width; ++j) {
-        const __mmask8 m = has_entry(j);
-        sum              = _mm512_mask_add_pd(sum, m, sum, product(j, m));
+        for (; j < width; ++j) {
+          const __mmask8 m = has_entry(j);
+          sum              = _mm512_mask_add_pd(sum, m, sum, product(j, m));
+        }
+      };
+      if (block.narrow_slice(q)) {
+        const std::uint16_t *offsets = block.narrow_offsets(q);
+        gathered(x + block.narrow_base(q), [&](std::int64_t e) {
+          return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(offsets + e * kSliceRows)));
+        });
+      } else {
+        gathered(x, [&](std::int64_t e) {
+          return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
+        });
       }
     }
     if (grouped)
@@ -296,31 +310,44 @@ void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const 
         m[0]             = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(in)));
         m[1]             = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(in, 1)));
       };
-      auto products = [&](std::int64_t e, const __m256d m[2], __m256d p[2]) {
-        __m256d v[2];
-        decode8(vals + base + e * kSliceRows, v);
-        const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
-        p[0]            = _mm256_mul_pd(v[0], _mm256_mask_i32gather_pd(zero, x, _mm256_castsi256_si128(c), m[0], 8));
-        p[1] = _mm256_mul_pd(v[1], _mm256_mask_i32gather_pd(zero, x, _mm256_extracti128_si256(c, 1), m[1], 8));
-      };
-      if constexpr (Order == SumOrder::paired) // sum += a_j x_j + a_j+1 x_j+1, then the odd one
-        for (; j + 1 < width; j += 2) {
-          __m256d m0[2], m1[2], p0[2], p1[2];
-          has_entry(j, m0);
-          has_entry(j + 1, m1);
-          products(j, m0, p0);
-          products(j + 1, m1, p1);
-          for (int h = 0; h < 2; ++h) {
-            const __m256d pair = _mm256_blendv_pd(p0[h], _mm256_add_pd(p0[h], p1[h]), m1[h]);
-            sum[h]             = _mm256_blendv_pd(sum[h], _mm256_add_pd(sum[h], pair), m0[h]);
+      // columns_of(e): entry e's 8 column indices into xs
+      auto gathered = [&](const double *xs, auto columns_of) {
+        auto products = [&](std::int64_t e, const __m256d m[2], __m256d p[2]) {
+          __m256d v[2];
+          decode8(vals + base + e * kSliceRows, v);
+          const __m256i c = columns_of(e);
+          p[0]            = _mm256_mul_pd(v[0], _mm256_mask_i32gather_pd(zero, xs, _mm256_castsi256_si128(c), m[0], 8));
+          p[1] = _mm256_mul_pd(v[1], _mm256_mask_i32gather_pd(zero, xs, _mm256_extracti128_si256(c, 1), m[1], 8));
+        };
+        if constexpr (Order == SumOrder::paired) // sum += a_j x_j + a_j+1 x_j+1, then the odd one
+          for (; j + 1 < width; j += 2) {
+            __m256d m0[2], m1[2], p0[2], p1[2];
+            has_entry(j, m0);
+            has_entry(j + 1, m1);
+            products(j, m0, p0);
+            products(j + 1, m1, p1);
+            for (int h = 0; h < 2; ++h) {
+              const __m256d pair = _mm256_blendv_pd(p0[h], _mm256_add_pd(p0[h], p1[h]), m1[h]);
+              sum[h]             = _mm256_blendv_pd(sum[h], _mm256_add_pd(sum[h], pair), m0[h]);
+            }
           }
+        for (; j < width; ++j) {
+          __m256d m[2], p[2];
+          has_entry(j, m);
+          products(j, m, p);
+          for (int h = 0; h < 2; ++h)
+            sum[h] = _mm256_blendv_pd(sum[h], _mm256_add_pd(sum[h], p[h]), m[h]);
         }
-      for (; j < width; ++j) {
-        __m256d m[2], p[2];
-        has_entry(j, m);
-        products(j, m, p);
-        for (int h = 0; h < 2; ++h)
-          sum[h] = _mm256_blendv_pd(sum[h], _mm256_add_pd(sum[h], p[h]), m[h]);
+      };
+      if (block.narrow_slice(q)) {
+        const std::uint16_t *offsets = block.narrow_offsets(q);
+        gathered(x + block.narrow_base(q), [&](std::int64_t e) {
+          return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(offsets + e * kSliceRows)));
+        });
+      } else {
+        gathered(x, [&](std::int64_t e) {
+          return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
+        });
       }
     }
     if (contiguous) {

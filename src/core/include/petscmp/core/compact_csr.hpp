@@ -27,7 +27,10 @@
 // r are those of the slice's first row plus r (stencil rows in row order: a
 // band). It stores one column per entry, not 8, and a kernel reads the 8 x
 // entries of an entry with one plain load instead of a gather (slow on many
-// CPUs, AMD Zen among them).
+// CPUs, AMD Zen among them). Any other slice is *narrow* when its columns lie
+// within 2^16 of its smallest one (rows of a mesh numbered with locality): it
+// stores that base column and a 16-bit offset per entry, half the index bytes
+// of a 32-bit column per entry (which the others keep).
 // Or the rows may be stored in nodes (the register-blocked BCSR idea, as in
 // PETSc's inodes): consecutive rows with the same column pattern share one
 // list of column indices, 16-bit offsets from a base column where they fit,
@@ -202,10 +205,15 @@ struct RowBlock {
   AlignedBytes values;
   // Sliced: block rows 8q..8q+7 form slice q; entry e of block row k is stored
   // at slice_offsets[q] + e * kSliceRows + k % kSliceRows (q = k / kSliceRows),
-  // its value. Padding entries hold value 0 and column 0. The columns of slice
-  // q start at cols[slice_col_offsets[q]]: entry e of block row k at
-  // slice_col_offsets[q] + e * kSliceRows + k % kSliceRows, or, when the slice
-  // is shifted, cols[slice_col_offsets[q] + e] + k % kSliceRows.
+  // its value. Padding entries hold value 0 and column 0 (offset 0 in a
+  // narrow slice). The columns of slice q, of width w, start at
+  // at = slice_col_offsets[q], and their count there says the slice's kind:
+  //  - 8w (gathered): entry e of lane l = k % kSliceRows is cols[at + 8e + l];
+  //  - w (shifted): it is cols[at + e] + l;
+  //  - 4w + 1 (narrow): cols[at] is the base column and the 16-bit offsets
+  //    follow, two per 32-bit element: the column is base + offsets[8e + l]
+  //    with offsets = (const uint16_t *)(cols + at + 1) (narrow_offsets).
+  // (The three counts differ for every w > 0; a slice of width 0 has none.)
   std::vector<std::int64_t> slice_offsets;     // slices + 1
   std::vector<std::int64_t> slice_col_offsets; // slices + 1
   BigArray<std::int32_t> row_lengths;          // kSliceRows * slices; 0 past the last row
@@ -231,11 +239,25 @@ struct RowBlock {
   std::int64_t row_count() const { return grouped() ? static_cast<std::int64_t>(rows.size()) : row_end - row_begin; }
   std::int64_t row(std::int64_t k) const { return grouped() ? rows[k] : row_begin + k; }
   std::int64_t slice_count() const { return sliced() ? static_cast<std::int64_t>(slice_offsets.size()) - 1 : 0; }
+  std::int64_t slice_width(std::int64_t q) const { return (slice_offsets[q + 1] - slice_offsets[q]) / kSliceRows; }
   // Whether slice q is shifted: it stores one column per entry (its width).
   bool shifted_slice(std::int64_t q) const
   {
-    const std::int64_t width = (slice_offsets[q + 1] - slice_offsets[q]) / kSliceRows;
+    const std::int64_t width = slice_width(q);
     return width > 0 && slice_col_offsets[q + 1] - slice_col_offsets[q] == width;
+  }
+  // Whether slice q is narrow: a base column and a 16-bit offset per entry.
+  bool narrow_slice(std::int64_t q) const
+  {
+    const std::int64_t width = slice_width(q);
+    return width > 0 && slice_col_offsets[q + 1] - slice_col_offsets[q] == narrow_slice_columns(width);
+  }
+  // 32-bit elements of a narrow slice's columns: the base and 8 offsets of 16 bits per entry.
+  static std::int64_t narrow_slice_columns(std::int64_t width) { return 1 + width * kSliceRows / 2; }
+  std::int32_t narrow_base(std::int64_t q) const { return cols[slice_col_offsets[q]]; }
+  const std::uint16_t *narrow_offsets(std::int64_t q) const
+  {
+    return reinterpret_cast<const std::uint16_t *>(cols.data() + slice_col_offsets[q] + 1);
   }
   // Stored entries, padding included (the zeros after a node block's values
   // are not entries).
@@ -256,7 +278,9 @@ struct RowBlock {
   std::int64_t slice_column(std::int64_t k, std::int64_t e) const
   {
     const std::int64_t q = k / kSliceRows, lane = k % kSliceRows, at = slice_col_offsets[q];
-    return shifted_slice(q) ? cols[at + e] + lane : cols[at + e * kSliceRows + lane];
+    if (shifted_slice(q)) return cols[at + e] + lane;
+    if (narrow_slice(q)) return std::int64_t{narrow_base(q)} + narrow_offsets(q)[e * kSliceRows + lane];
+    return cols[at + e * kSliceRows + lane];
   }
   // Distance between consecutive entries of block row k.
   std::int64_t value_stride(std::int64_t k = 0) const
@@ -284,6 +308,7 @@ struct StorageStats {
   std::int64_t stored                          = 0; // values stored: nnz plus the padding of sliced blocks
   std::int64_t sliced_rows                     = 0; // rows of sliced blocks
   std::int64_t shifted_rows                    = 0; // rows of shifted slices (one column per entry of 8 rows)
+  std::int64_t narrow_rows                     = 0; // rows of narrow slices (16-bit column offsets)
   std::int64_t node_rows                       = 0; // rows of node blocks
   std::int64_t nodes                           = 0; // nodes of node blocks
   std::int64_t wide_nodes                      = 0; // nodes whose columns span more than 16-bit offsets
