@@ -11,6 +11,8 @@ static char help[] =
     "  -tolerance <real>  bound of the tolerance mode (default 1e-3)\n"
     "  -modes <m1,m2,..>  the aijmp modes to time, in order, repeats allowed (default: all nine)\n"
     "  -seed <int>        PetscRandom seed of the 27-point values (default 4242)\n"
+    "  -morton <bool>     number the 7- and 27-point grids in Morton (Z-curve) order, as unstructured-mesh codes do:\n"
+    "                     slices gather scattered columns instead of shifting one row's (default false)\n"
     "  -rowsplit_factors <f1,f2,..> extra rowsplit runs with these range factors (default 0.63,4; 0: none)\n"
     "  -rowsplit_fraction <p>       their row fraction (default 0.9). Each is compared with uniform fp32 at the same\n"
     "                     fp32 fraction phi: phi*t(fp32) + (1-phi)*t(an all-fp64 mode of the same run)\n"
@@ -571,7 +573,7 @@ int main(int argc, char **argv)
 {
   PetscInt n7 = 260, n27 = 167, nfem = 77, reps = 7, stream_mib = 512, stream_reps = 5, seed = 4242;
   PetscReal tol      = 1e-3;
-  PetscBool use_sell = PETSC_TRUE, has_file, ellmp = PETSC_FALSE, table = PETSC_TRUE;
+  PetscBool use_sell = PETSC_TRUE, has_file, ellmp = PETSC_FALSE, table = PETSC_TRUE, morton = PETSC_FALSE;
   char file[PETSC_MAX_PATH_LEN];
   PetscMPIInt size;
   double triad_gbs       = 0, t;
@@ -596,6 +598,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetString(NULL, NULL, "-f", file, sizeof(file), &has_file));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-ellmp", &ellmp, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-table", &table, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-morton", &morton, NULL));
   {
     PetscInt n = MAXMODES;
     PetscBool set;
@@ -669,9 +672,10 @@ int main(int argc, char **argv)
     char title[64];
     PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
     t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n7, PETSC_FALSE, seed, &A));
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n7, PETSC_FALSE, morton, seed, &A));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 7-point Laplacian in %.1f s\n", MPI_Wtime() - t));
-    PetscCall(PetscSNPrintf(title, sizeof(title), "7-point Laplacian %" PetscInt_FMT "^3", n7));
+    PetscCall(
+        PetscSNPrintf(title, sizeof(title), "7-point Laplacian %" PetscInt_FMT "^3%s", n7, morton ? " Morton" : ""));
     if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
     if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
@@ -680,9 +684,10 @@ int main(int argc, char **argv)
     char title[64];
     PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
     t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n27, PETSC_TRUE, seed, &A));
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n27, PETSC_TRUE, morton, seed, &A));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 27-point random operator in %.1f s\n", MPI_Wtime() - t));
-    PetscCall(PetscSNPrintf(title, sizeof(title), "27-point random %" PetscInt_FMT "^3", n27));
+    PetscCall(
+        PetscSNPrintf(title, sizeof(title), "27-point random %" PetscInt_FMT "^3%s", n27, morton ? " Morton" : ""));
     if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
     if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));

@@ -33,24 +33,92 @@ static inline PetscErrorCode PrintCpu(MPI_Comm comm)
   PetscFunctionReturn(0);
 }
 
+/* The numbering of the grid points of the stencil matrices. Lexicographic (i fastest) makes the rows of a slice
+   neighbouring points on one grid line: their columns are each other's shifted by one. Morton order (the bits of
+   i, j and k interleaved, like the space-filling-curve numberings of unstructured-mesh codes) makes them a small
+   cube of points: their columns are scattered over a window that is usually, not always, narrow. */
+typedef struct {
+  PetscInt *code;         /* Morton code of each row (sorted) */
+  PetscInt *point_of_row; /* grid point (lexicographic index) of each row; NULL: lexicographic order */
+  PetscInt *row_of_point; /* its inverse */
+} StencilOrdering;
+
+static inline PetscErrorCode StencilOrderingCreate(PetscInt n, PetscBool morton, StencilOrdering *o)
+{
+  const PetscInt N = n * n * n;
+
+  PetscFunctionBeginUser;
+  o->code = o->point_of_row = o->row_of_point = NULL;
+  if (!morton) PetscFunctionReturn(0);
+  PetscCheck(n <= 1024, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+             "Morton order of an n^3 grid needs n <= 1024 (30-bit codes), not %" PetscInt_FMT, n);
+  PetscCall(PetscMalloc3(N, &o->code, N, &o->point_of_row, N, &o->row_of_point));
+  for (PetscInt p = 0; p < N; p++) {
+    const PetscInt ijk[3] = {p % n, (p / n) % n, p / (n * n)};
+    PetscInt c            = 0;
+    for (int bit = 0; bit < 10; bit++)
+      for (int d = 0; d < 3; d++)
+        c |= ((ijk[d] >> bit) & 1) << (3 * bit + d);
+    o->code[p]         = c;
+    o->point_of_row[p] = p;
+  }
+  PetscCall(PetscSortIntWithArray(N, o->code, o->point_of_row));
+  for (PetscInt r = 0; r < N; r++)
+    o->row_of_point[o->point_of_row[r]] = r;
+  PetscFunctionReturn(0);
+}
+
+static inline PetscErrorCode StencilOrderingDestroy(StencilOrdering *o)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscFree3(o->code, o->point_of_row, o->row_of_point));
+  PetscFunctionReturn(0);
+}
+
+/* The columns of one stencil row, ascending, and the position of its diagonal entry. */
+static inline PetscErrorCode StencilRow(PetscInt n, PetscBool full27, const StencilOrdering *o, PetscInt row,
+                                        PetscInt cols[27], PetscInt *nc, PetscInt *diag)
+{
+  const PetscInt p = o->point_of_row ? o->point_of_row[row] : row;
+  const PetscInt i = p % n, j = (p / n) % n, k = p / (n * n);
+
+  PetscFunctionBeginUser;
+  *nc = 0;
+  for (PetscInt dk = -1; dk <= 1; dk++)
+    for (PetscInt dj = -1; dj <= 1; dj++)
+      for (PetscInt di = -1; di <= 1; di++) {
+        if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
+        if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
+        const PetscInt q = p + dk * n * n + dj * n + di;
+        cols[(*nc)++]    = o->row_of_point ? o->row_of_point[q] : q;
+      }
+  if (o->row_of_point) PetscCall(PetscSortInt(*nc, cols));
+  for (*diag = 0; cols[*diag] != row; (*diag)++) {
+  }
+  PetscFunctionReturn(0);
+}
+
 /* The 7-point Laplacian (6 on the diagonal, -1 off it) or a 27-point operator with values uniform in [-1, 1]
-   off the diagonal and 27 + uniform[-1, 1] on it, on an n^3 grid in lexicographic order, rows split in
-   contiguous blocks. The random values are drawn row after row from one PetscRandom stream, each rank skipping
-   the rows before its own: the matrix is the same for any number of ranks. */
-static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt n, PetscBool full27, PetscInt64 seed,
-                                          Mat *A)
+   off the diagonal and 27 + uniform[-1, 1] on it, on an n^3 grid in lexicographic or Morton order (see
+   StencilOrdering), rows split in contiguous blocks. The random values are drawn row after row from one
+   PetscRandom stream, each rank skipping the rows before its own: the matrix is the same for any number of
+   ranks. */
+static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt n, PetscBool full27, PetscBool morton,
+                                          PetscInt64 seed, Mat *A)
 {
   const PetscInt64 N64 = (PetscInt64)n * n * n;
-  PetscInt N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[27];
+  PetscInt N, m = PETSC_DECIDE, rstart, *d_nnz, *o_nnz, cols[27], nc = 0, diag = 0;
   PetscScalar v[27];
   PetscRandom rnd = NULL;
   PetscMPIInt size;
+  StencilOrdering order;
 
   PetscFunctionBeginUser;
   PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
   PetscCheck(N64 * (full27 ? 27 : 7) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
   N = (PetscInt)N64;
+  PetscCall(StencilOrderingCreate(n, morton, &order));
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCall(PetscSplitOwnership(comm, &m, &N));
   PetscCallMPI(MPI_Scan(&m, &rstart, 1, MPIU_INT, MPI_SUM, comm));
@@ -60,21 +128,14 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
   /* exact preallocation */
   PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
   for (PetscInt row = rstart; row < rend; row++) {
-    const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
-    PetscInt d = 0, o = 0;
-    for (PetscInt dk = -1; dk <= 1; dk++)
-      for (PetscInt dj = -1; dj <= 1; dj++)
-        for (PetscInt di = -1; di <= 1; di++) {
-          if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
-          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
-          const PetscInt col = row + dk * n * n + dj * n + di;
-          if (col >= rstart && col < rend)
-            d++;
-          else
-            o++;
-        }
-    d_nnz[row - rstart] = d;
-    o_nnz[row - rstart] = o;
+    PetscCall(StencilRow(n, full27, &order, row, cols, &nc, &diag));
+    d_nnz[row - rstart] = o_nnz[row - rstart] = 0;
+    for (PetscInt c = 0; c < nc; c++) {
+      if (cols[c] >= rstart && cols[c] < rend)
+        d_nnz[row - rstart]++;
+      else
+        o_nnz[row - rstart]++;
+    }
   }
   PetscCall(MatCreate(comm, A));
   PetscCall(MatSetSizes(*A, m, m, N, N));
@@ -94,16 +155,7 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
     PetscCall(PetscRandomSeed(rnd));
   }
   for (PetscInt row = (full27 ? 0 : rstart); row < rend; row++) {
-    const PetscInt i = row % n, j = (row / n) % n, k = row / (n * n);
-    PetscInt nc = 0, diag = -1;
-    for (PetscInt dk = -1; dk <= 1; dk++)
-      for (PetscInt dj = -1; dj <= 1; dj++)
-        for (PetscInt di = -1; di <= 1; di++) {
-          if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
-          if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
-          if (!di && !dj && !dk) diag = nc;
-          cols[nc++] = row + dk * n * n + dj * n + di; /* ascending */
-        }
+    PetscCall(StencilRow(n, full27, &order, row, cols, &nc, &diag));
     if (full27) {
       PetscCall(PetscRandomGetValuesReal(rnd, nc, v));
       if (row < rstart) continue; /* another rank's row: its values are drawn to keep the stream aligned */
@@ -116,6 +168,7 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
     PetscCall(MatSetValues(*A, 1, &row, nc, cols, v, INSERT_VALUES));
   }
   PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(StencilOrderingDestroy(&order));
   PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
   PetscFunctionReturn(0);
