@@ -26,6 +26,10 @@ $  MAT_AIJMP_FP11_4     - upper 16 bits of each double (truncated); fallback fp1
 $  MAT_AIJMP_TOLERANCE  - each row in the narrowest format with relative error <= tolerance for every entry
 $  MAT_AIJMP_ROWSPLIT   - row-wise split: fp32 rows when most values are small against the mean, else fp64
 $  MAT_AIJMP_ENTRYSPLIT - entry-wise split (|a| < range in fp32, else fp64), the comparison baseline
+$  MAT_AIJMP_SPLIT2     - every value exact, cut into a 32-bit head (sign, exponent, 20 significand bits) and a 32-bit
+$                         tail, each kind in its own array: products read the heads only or both
+(`MatAIJMPSetReadLevel()`) $  MAT_AIJMP_SPLIT4     - every value exact, cut into 4 segments of 16 bits (the first: sign,
+exponent, 4 significand $                         bits): products read the first 1, 2, 3 or all 4
 
    Level: beginner
 E*/
@@ -38,7 +42,9 @@ typedef enum {
   MAT_AIJMP_FP11_4,
   MAT_AIJMP_TOLERANCE,
   MAT_AIJMP_ROWSPLIT,
-  MAT_AIJMP_ENTRYSPLIT
+  MAT_AIJMP_ENTRYSPLIT,
+  MAT_AIJMP_SPLIT2,
+  MAT_AIJMP_SPLIT4
 } MatAIJMPStorage;
 PETSC_EXTERN const char *const MatAIJMPStorages[];
 
@@ -73,7 +79,8 @@ PETSC_EXTERN const char *const MatAIJMPLayouts[];
 
 $  MAT_AIJMP_KERNEL_AUTO    - measured at run time (default): in lossless mode the first products alternate between
 $                             PETSc's AIJ kernel and the compact kernel (both give the same result bit for bit) and the
-$                             faster by median time is kept for the nonzero pattern; lossy modes use the compact kernel
+$                             faster by median time is kept for the nonzero pattern; lossy and split modes use the
+$                             compact kernel
 $  MAT_AIJMP_KERNEL_AIJ     - PETSc's own AIJ kernel on the fp64 master values (no compact copy is built)
 $  MAT_AIJMP_KERNEL_COMPACT - the compact copy, in the storage and layout chosen
 
@@ -131,8 +138,10 @@ PETSC_EXTERN const char *const PetscMPFormats[];
                          keeps its format, the layout and indices are kept and only the values are rewritten
 .  sorted_windows      - ellmp with -mat_ellmp_sort_window sigma > 1: windows of sigma rows whose rows are stored sorted
                          by length (fewer padding entries in their slices)
--  narrow_rows         - rows of sliced blocks in narrow slices: not shifted, columns within 2^16 of the slice's
+.  narrow_rows         - rows of sliced blocks in narrow slices: not shifted, columns within 2^16 of the slice's
                          smallest one, stored as that column and a 16-bit offset per entry (half the index bytes)
+.  segments            - split storage: the segments each value is cut into (2 or 4; 0 for the other modes)
+-  read_level          - split storage: the segments products read, 1..segments (segments: the exact values)
 
    Level: intermediate
 S*/
@@ -159,6 +168,8 @@ typedef struct {
   PetscInt64 value_builds;
   PetscInt64 sorted_windows;
   PetscInt64 narrow_rows;
+  PetscInt segments;
+  PetscInt read_level;
 } MatAIJMPInfo;
 
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);
@@ -177,6 +188,8 @@ PETSC_EXTERN PetscErrorCode MatAIJMPGetLayout(Mat, MatAIJMPLayout *);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetKernel(Mat, MatAIJMPKernel);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetKernel(Mat, MatAIJMPKernel *);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetInfo(Mat, MatAIJMPInfo *);
+PETSC_EXTERN PetscErrorCode MatAIJMPSetReadLevel(Mat, PetscInt);
+PETSC_EXTERN PetscErrorCode MatAIJMPGetReadLevel(Mat, PetscInt *);
 
 PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATAIJMP_MultTranspose;
 

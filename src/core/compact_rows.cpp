@@ -40,12 +40,13 @@ std::int64_t block_row_length(const RowBlock &b, std::int64_t k)
   return b.node_layout() ? b.nodes[b.node_of(k)].length : b.row_lengths[static_cast<std::size_t>(k)];
 }
 
-// fn(value) with the block's stored value at index i decoded to fp64.
+// fn(value) with the block's stored value at index i decoded to fp64 (split
+// storage: every segment, the exact value).
 template <typename Fn> void with_decoder(const RowBlock &b, Fn &&fn)
 {
-  dispatch_format(b.format, [&](auto tag) {
-    using S         = typename decltype(tag)::type;
-    const S *values = b.values.as<S>();
+  dispatch_block_values(b, 0, [&](auto tag) {
+    using S           = typename decltype(tag)::type;
+    const auto values = values_of<S>(b);
     fn([values](std::int64_t i) { return decode(values[i]); });
   });
 }

@@ -16,8 +16,8 @@ namespace petscmp {
 
 namespace {
 
-const char *const kModeNames[kStorageModeCount] = {"lossless", "fp32",      "fp16",     "bf16",      "fp11_20",
-                                                   "fp11_4",   "tolerance", "rowsplit", "entrysplit"};
+const char *const kModeNames[kStorageModeCount] = {"lossless",  "fp32",     "fp16",       "bf16",   "fp11_20", "fp11_4",
+                                                   "tolerance", "rowsplit", "entrysplit", "split2", "split4"};
 
 // Ladders, narrowest first; among equal sizes the format with more significand
 // bits comes first.
@@ -1668,6 +1668,54 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
   return formats;
 }
 
+namespace {
+// Split storage: the fp64 values block b holds, written as for any fp64 block,
+// become its segment planes (segments.hpp) in a new buffer: 8 bytes per entry
+// as before, plus each plane's padding (kNodeValuePadding zeros at least, so a
+// node kernel may read 8 entries anywhere; 64-byte aligned planes).
+void split_block_values(RowBlock &b, int segments)
+{
+  if (b.format != Format::fp64) throw StorageError("petscmp: split storage cuts fp64 values into segments");
+  const std::int64_t n      = b.stored_count();
+  const std::int64_t stride = (n + kNodeValuePadding + 31) / 32 * 32;
+  AlignedBytes planes(static_cast<std::size_t>(stride) * sizeof(double));
+  const double *v = b.values.as<double>();
+  if (segments == 2) {
+    std::uint32_t *head = planes.as<std::uint32_t>(), *tail = head + stride;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t bits = double_bits(v[i]);
+      head[i]                  = static_cast<std::uint32_t>(bits >> 32);
+      tail[i]                  = static_cast<std::uint32_t>(bits);
+    }
+  } else {
+    std::uint16_t *p = planes.as<std::uint16_t>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t bits = double_bits(v[i]);
+      for (int k = 0; k < 4; ++k)
+        p[k * stride + i] = static_cast<std::uint16_t>(bits >> (48 - 16 * k));
+    }
+  }
+  b.values       = std::move(planes);
+  b.segments     = segments;
+  b.plane_stride = stride;
+}
+
+void split_blocks(CompactCsr &copy, StorageMode mode)
+{
+  if (const int segments = storage_mode_segments(mode))
+    for (RowBlock &b : copy.blocks)
+      split_block_values(b, segments);
+}
+
+// A split block's values are written anew as fp64 into zeros (the padding
+// entries are zeros that only a full build writes), then split again.
+void unsplit_for_rewrite(RowBlock &b)
+{
+  const std::int64_t n = b.node_layout() ? b.nnz + kNodeValuePadding : b.stored_count();
+  b.values             = AlignedBytes(static_cast<std::size_t>(n) * sizeof(double));
+}
+} // namespace
+
 // The copy for these row formats; with check, each row's format is confirmed
 // as its values are written, and false is returned (out half written) at the
 // first row that has another.
@@ -1720,8 +1768,11 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
     shape_runs(csr, find_runs(csr, row_formats), out);
   else
     shape_grouped(csr, row_formats, out, grouped_spares);
-  return fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.threads, out, pool, spare_nodes,
-                     spare_slices, check);
+  if (!fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.threads, out, pool, spare_nodes,
+                   spare_slices, check))
+    return false;
+  split_blocks(out, opts.mode);
+  return true;
 }
 
 template <typename Index>
@@ -1756,11 +1807,13 @@ bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, Compa
   check_build_options(opts);
   forget_relative_errors(copy.stats, opts.mode);
   for (RowBlock &b : copy.blocks) {
+    if (b.segments) unsplit_for_rewrite(b);
     const bool kept = dispatch_format(b.format, [&](auto tag) {
       return write_values<typename decltype(tag)::type>(
           csr, b, [&](std::int64_t row) { return keeps(row, b.format); }, opts.threads, fused(b.format));
     });
     if (!kept) return false;
+    if (b.segments) split_block_values(b, b.segments);
   }
   return true;
 }
@@ -2241,6 +2294,9 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
     check_view(p.csr);
     if (!p.opts.own_indices)
       throw StorageError("petscmp: a copy built a range of rows at a time must hold its own column indices");
+    if (storage_mode_segments(p.opts.mode))
+      throw StorageError("petscmp: split storage (split2, split4) is not available for a copy built a range of rows "
+                         "at a time (ellmp)");
     p.copy     = CompactCsr(); // the copies being replaced go first: their memory is not held during the build
     p.reusable = p.refilled = false;
     views.push_back(p.csr);

@@ -63,11 +63,12 @@ bool same(double a, double b)
   return double_bits(a) == double_bits(b);
 }
 
-double decode_at(const AlignedBytes &bytes, Format f, std::int64_t i)
+// Stored value i of block b, as products read it (split storage: `read` segments, 0: all).
+double decode_at(const RowBlock &b, std::int64_t i, int read = 0)
 {
-  return dispatch_format(f, [&](auto tag) {
+  return dispatch_block_values(b, read, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    return decode(bytes.as<S>()[i]);
+    return decode(values_of<S>(b)[i]);
   });
 }
 
@@ -90,8 +91,10 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
   ASSERT_EQ(static_cast<std::int64_t>(b.slice_col_offsets.size()), nslices + 1);
   EXPECT_EQ(b.slice_offsets.front(), 0);
   EXPECT_EQ(b.slice_col_offsets.front(), 0);
-  EXPECT_EQ(static_cast<std::int64_t>(b.values.size()),
-            b.stored_count() * static_cast<std::int64_t>(format_bytes(b.format)));
+  if (!b.segments) { // (split storage: planes, checked by read_back)
+    EXPECT_EQ(static_cast<std::int64_t>(b.values.size()),
+              b.stored_count() * static_cast<std::int64_t>(format_bytes(b.format)));
+  }
   EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), b.slice_col_offsets.back());
   for (std::int64_t q = 0; q < nslices; ++q) {
     std::int64_t width = 0;
@@ -138,7 +141,7 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
             EXPECT_EQ(b.narrow_offsets(q)[e * kSliceRows + k % kSliceRows], 0);
           else
             EXPECT_EQ(b.cols[b.slice_col_offsets[q] + e * kSliceRows + k % kSliceRows], 0);
-          EXPECT_EQ(decode_at(b.values, b.format, at), 0.0) << "padding must be zero";
+          EXPECT_EQ(decode_at(b, at), 0.0) << "padding must be zero";
         }
       }
   }
@@ -149,10 +152,12 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
 // followed by zero padding.
 template <typename Index> void check_nodes(const RowBlock &b, const TestCsr<Index> &m)
 {
-  EXPECT_EQ(static_cast<std::size_t>(b.values.size()),
-            static_cast<std::size_t>(b.nnz + kNodeValuePadding) * format_bytes(b.format));
+  if (!b.segments) { // (split storage: planes, checked by read_back)
+    EXPECT_EQ(static_cast<std::size_t>(b.values.size()),
+              static_cast<std::size_t>(b.nnz + kNodeValuePadding) * format_bytes(b.format));
+  }
   for (int p = 0; p < kNodeValuePadding; ++p)
-    EXPECT_EQ(decode_at(b.values, b.format, b.nnz + p), 0.0) << "padding must be zero";
+    EXPECT_EQ(decode_at(b, b.nnz + p), 0.0) << "padding must be zero";
   std::int64_t next = 0, values = 0;
   for (const NodeInfo &nd : b.nodes) {
     EXPECT_EQ(nd.first, next);
@@ -193,8 +198,12 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
       check_slices(b, m);
     else if (b.node_layout())
       check_nodes(b, m);
-    else
+    if (b.segments) { // planes of fp64's bytes, each padded
+      EXPECT_GE(b.plane_stride, b.stored_count() + kNodeValuePadding);
+      EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.plane_stride) * sizeof(double));
+    } else if (!b.sliced() && !b.node_layout()) {
       EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
+    }
     if (b.grouped()) {
       EXPECT_FALSE(A.all_rows_covered);
       if (!b.sliced() && !b.node_layout()) {
@@ -225,7 +234,7 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
       EXPECT_EQ(out.row_format[row], -1) << "row " << row << " in two blocks";
       out.row_format[row] = static_cast<int>(b.format);
       for (Index e = 0; e < m.row_len(row); ++e) {
-        out.vals[m.rowptr[row] + e] = decode_at(b.values, b.format, b.value_index(k, e, m.rowptr[row]));
+        out.vals[m.rowptr[row] + e] = decode_at(b, b.value_index(k, e, m.rowptr[row]));
         seen[m.rowptr[row] + e]++;
       }
     }
@@ -997,15 +1006,16 @@ TYPED_TEST(BuilderTest, RelativeErrorsMeasuredOnDemand)
 
 TEST(Builder, ModeNames)
 {
-  const char *names[] = {"lossless", "fp32",      "fp16",     "bf16",      "fp11_20",
-                         "fp11_4",   "tolerance", "rowsplit", "entrysplit"};
+  const char *names[] = {"lossless",  "fp32",     "fp16",       "bf16",   "fp11_20", "fp11_4",
+                         "tolerance", "rowsplit", "entrysplit", "split2", "split4"};
+  static_assert(sizeof names / sizeof names[0] == kStorageModeCount, "a name per mode");
   for (int i = 0; i < kStorageModeCount; ++i) {
     const StorageMode m = static_cast<StorageMode>(i);
     EXPECT_EQ(std::string(storage_mode_name(m)), names[i]);
     StorageMode p = i ? StorageMode::lossless : StorageMode::fp16;
     ASSERT_TRUE(parse_storage_mode(names[i], &p));
     EXPECT_EQ(p, m);
-    EXPECT_EQ(storage_mode_is_lossy(m), i != 0);
+    EXPECT_EQ(storage_mode_is_lossy(m), m != StorageMode::lossless && !storage_mode_segments(m));
   }
   StorageMode p = StorageMode::fp32;
   EXPECT_FALSE(parse_storage_mode("Lossless", &p));
@@ -1796,4 +1806,88 @@ TYPED_TEST(BuilderTest, ValueOnlyRefillRefusesChanges)
   EXPECT_FALSE(refill_compact_values(m.view(), rowsplit, split_rows)) << "rowsplit needs the formats from all parts";
   EXPECT_TRUE(refill_compact_values(m.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, rowsplit),
                                     rowsplit, split_rows));
+}
+
+// ---- split storage (CPMS segments) ---------------------------------------------------
+
+namespace {
+// v with its bits past the first 64 read / n cleared: what reading `read` of n segments must give.
+double first_bits(double v, int n, int read)
+{
+  const int kept = 64 * read / n;
+  return kept >= 64 ? v : double_from_bits(double_bits(v) & ~((std::uint64_t(1) << (64 - kept)) - 1));
+}
+
+// Rows of random doubles over the whole exponent range, with the special values among them: subnormals, the
+// largest and smallest normals, +-0, NaN with and without payload, +-Inf. Rows 3 at a time share their columns
+// (nodes), lengths 1..12.
+template <typename Index> TestCsr<Index> special_value_rows(unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  const double specials[] = {0.0,      -0.0,    kInf,     -kInf,     kQNaN,      kPNaN,         DBL_MAX,
+                             -DBL_MAX, DBL_MIN, -DBL_MIN, 0x1p-1074, -0x1p-1074, 0x1.234p-1040, 0x1.fffffffffffffp-1023,
+                             1.0};
+  TestCsr<Index> m;
+  m.ncols = 40;
+  std::vector<Index> cols;
+  for (int i = 0; i < 300; ++i) {
+    if (i % 3 == 0) { // a new node pattern
+      cols.clear();
+      const int len = 1 + static_cast<int>(rng() % 12);
+      for (Index c = static_cast<Index>(rng() % 4); static_cast<int>(cols.size()) < len && c < m.ncols;
+           c += 1 + static_cast<Index>(rng() % 3))
+        cols.push_back(c);
+    }
+    for (Index c : cols) {
+      m.cols.push_back(c);
+      m.vals.push_back(rng() % 4 == 0 ? specials[rng() % (sizeof specials / sizeof specials[0])]
+                                      : double_from_bits(rng() & ~(std::uint64_t(0x7ff) << 52)) *
+                                            std::ldexp(1.0, static_cast<int>(rng() % 2000) - 1000));
+    }
+    m.rowptr.push_back(static_cast<Index>(m.vals.size()));
+    ++m.nrows;
+  }
+  return m;
+}
+
+// Every entry of A, read at every level through its layout, is the master value's first segments, bit for bit.
+template <typename Index> void expect_segments(const CompactCsr &A, const TestCsr<Index> &m, int n)
+{
+  for (const RowBlock &b : A.blocks) {
+    ASSERT_EQ(b.segments, n);
+    ASSERT_EQ(b.format, Format::fp64);
+    for (std::int64_t k = 0; k < b.row_count(); ++k) {
+      const Index row = static_cast<Index>(b.row(k));
+      for (Index e = 0; e < m.row_len(row); ++e) {
+        const double v = m.vals[m.rowptr[row] + e];
+        for (int read = 1; read <= n; ++read)
+          ASSERT_TRUE(same(decode_at(b, b.value_index(k, e, m.rowptr[row]), read), first_bits(v, n, read)))
+              << "row " << row << " entry " << e << " read " << read << " of " << n;
+      }
+    }
+  }
+}
+} // namespace
+
+TYPED_TEST(BuilderTest, SplitSegmentsReassembleBitwise)
+{
+  TestCsr<TypeParam> m = special_value_rows<TypeParam>(17);
+  for (StorageMode mode : {StorageMode::split2, StorageMode::split4})
+    for (Layout layout : {Layout::csr, Layout::sliced, Layout::node, Layout::automatic}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout));
+      const int n                   = storage_mode_segments(mode);
+      const StorageOptions opts     = with_mode(mode, layout);
+      CompactCsr A                  = build_compact_csr(m.view(), opts);
+      const std::vector<Format> all = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+      for (Format f : all)
+        ASSERT_EQ(f, Format::fp64) << "split storage keeps every row's exact fp64 values";
+      check_compact(A, m, all); // the layout's invariants, the exact values read back
+      expect_segments(A, m, n);
+      // a value-only refill with other values (same pattern) writes every plane anew
+      TestCsr<TypeParam> m2 = m;
+      for (double &v : m2.vals)
+        v = -v * 3.0;
+      ASSERT_TRUE(refill_compact_values(m2.view(), opts, A));
+      expect_segments(A, m2, n);
+    }
 }

@@ -31,6 +31,8 @@ double mode_bound(StorageMode m, double tolerance)
 {
   switch (m) {
   case StorageMode::lossless:
+  case StorageMode::split2: // (exact values; ellmp does not offer split storage)
+  case StorageMode::split4:
     return 0.0;
   case StorageMode::fp32:
   case StorageMode::entrysplit:

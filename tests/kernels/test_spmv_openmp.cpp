@@ -59,6 +59,16 @@ void expect_layout(const CompactCsr &A, Layout layout)
   }
 }
 
+// The read levels a mode's products have: every segment count of split
+// storage (its last one reads all), else 0 (all).
+std::vector<int> read_levels(StorageMode mode)
+{
+  std::vector<int> levels{0};
+  for (int r = 1; r < storage_mode_segments(mode); ++r)
+    levels.push_back(r);
+  return levels;
+}
+
 template <typename Index>
 void compare_backends(const Matrix<Index> &a, StorageMode mode, SumOrder order, Shape shape, Layout layout)
 {
@@ -66,69 +76,76 @@ void compare_backends(const Matrix<Index> &a, StorageMode mode, SumOrder order, 
                std::to_string(8 * sizeof(Index)) + (order == SumOrder::paired ? " paired " : " sequential ") +
                layout_name(layout));
   StorageOptions opts;
-  opts.mode          = mode;
-  opts.min_run_rows  = 32; // the shapes keep their runs of 40-64 rows as run blocks
-  opts.order         = order;
-  opts.layout        = layout;
-  const CompactCsr A = build_compact_csr(a.view(), opts);
+  opts.mode         = mode;
+  opts.min_run_rows = 32; // the shapes keep their runs of 40-64 rows as run blocks
+  opts.order        = order;
+  opts.layout       = layout;
+  CompactCsr A      = build_compact_csr(a.view(), opts);
   expect_layout(A, layout);
   if (!A.entry_split()) {
     bool grouped = false;
     for (const auto &b : A.blocks)
       grouped |= b.grouped();
-    ASSERT_EQ(grouped, shape != Shape::runs) << "the test matrix does not have the layout it is meant to have";
-    if (shape == Shape::runs) {
+    // (split storage keeps every row in fp64: one run, grouped only where rows are mostly empty)
+    const bool uniform = storage_mode_segments(mode) > 0;
+    ASSERT_EQ(grouped, shape == Shape::mostly_empty || (shape != Shape::runs && !uniform))
+        << "the test matrix does not have the layout it is meant to have";
+    if (shape == Shape::runs && !uniform) {
       ASSERT_GT(A.blocks.size(), 1u);
     }
   }
-  const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
-  const std::vector<double> x = random_vector(nc, 201), z = random_vector(nr, 202);
-  const std::vector<double> xt = random_vector(nr, 203), zt = random_vector(nc, 204);
-  const auto p = a.pattern();
+  for (int read : read_levels(mode)) { // split storage: every read level (segments read), each a storage type
+    SCOPED_TRACE("segments read " + std::to_string(read));
+    A.read_segments      = read;
+    const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
+    const std::vector<double> x = random_vector(nc, 201), z = random_vector(nr, 202);
+    const std::vector<double> xt = random_vector(nr, 203), zt = random_vector(nc, 204);
+    const auto p = a.pattern();
 
-  std::vector<double> ref(nr), refz(nr);
-  reference::spmv(A, p, x.data(), nullptr, ref.data());
-  reference::spmv(A, p, x.data(), z.data(), refz.data());
-  std::vector<double> reft(nc), reftz(nc);
-  reference::spmv_transpose(A, p, xt.data(), nullptr, reft.data());
-  reference::spmv_transpose(A, p, xt.data(), zt.data(), reftz.data());
+    std::vector<double> ref(nr), refz(nr);
+    reference::spmv(A, p, x.data(), nullptr, ref.data());
+    reference::spmv(A, p, x.data(), z.data(), refz.data());
+    std::vector<double> reft(nc), reftz(nc);
+    reference::spmv_transpose(A, p, xt.data(), nullptr, reft.data());
+    reference::spmv_transpose(A, p, xt.data(), zt.data(), reftz.data());
 
-  // per column: sum_i |a_ij x_i| (stored values are within a factor 1 + 2^-4 of the master's) and count
-  std::vector<double> colmag(nc, 0.0), colcount(nc, 0.0);
-  for (Index i = 0; i < a.nrows; ++i)
-    for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
-      colmag[a.cols[k]] += std::fabs(a.vals[k] * xt[i]) * (1 + 0x1p-4);
-      colcount[a.cols[k]] += 1;
-    }
+    // per column: sum_i |a_ij x_i| (stored values are within a factor 1 + 2^-4 of the master's) and count
+    std::vector<double> colmag(nc, 0.0), colcount(nc, 0.0);
+    for (Index i = 0; i < a.nrows; ++i)
+      for (Index k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k) {
+        colmag[a.cols[k]] += std::fabs(a.vals[k] * xt[i]) * (1 + 0x1p-4);
+        colcount[a.cols[k]] += 1;
+      }
 
-  for (int nt : {1, 2, 3}) {
-    SCOPED_TRACE("threads " + std::to_string(nt));
-    std::vector<double> y(nr, 5.0);
-    openmp::spmv(A, p, x.data(), nullptr, y.data(), nt);
-    for (std::size_t i = 0; i < nr; ++i)
-      ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
-    std::fill(y.begin(), y.end(), 5.0);
-    openmp::spmv(A, p, x.data(), z.data(), y.data(), nt);
-    for (std::size_t i = 0; i < nr; ++i)
-      ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
-    y = z; // z aliasing y
-    openmp::spmv(A, p, x.data(), y.data(), y.data(), nt);
-    for (std::size_t i = 0; i < nr; ++i)
-      ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
+    for (int nt : {1, 2, 3}) {
+      SCOPED_TRACE("threads " + std::to_string(nt));
+      std::vector<double> y(nr, 5.0);
+      openmp::spmv(A, p, x.data(), nullptr, y.data(), nt);
+      for (std::size_t i = 0; i < nr; ++i)
+        ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
+      std::fill(y.begin(), y.end(), 5.0);
+      openmp::spmv(A, p, x.data(), z.data(), y.data(), nt);
+      for (std::size_t i = 0; i < nr; ++i)
+        ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
+      y = z; // z aliasing y
+      openmp::spmv(A, p, x.data(), y.data(), y.data(), nt);
+      for (std::size_t i = 0; i < nr; ++i)
+        ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
 
-    std::vector<double> t(nc, 5.0), tz(nc, 5.0), ta = zt;
-    openmp::spmv_transpose(A, p, xt.data(), nullptr, t.data(), nt);
-    openmp::spmv_transpose(A, p, xt.data(), zt.data(), tz.data(), nt);
-    openmp::spmv_transpose(A, p, xt.data(), ta.data(), ta.data(), nt);
-    for (std::size_t j = 0; j < nc; ++j) {
-      ASSERT_TRUE(same(ta[j], tz[j])) << "col " << j;
-      if (nt == 1 || A.entry_split()) { // the same loop as the reference
-        ASSERT_TRUE(same(t[j], reft[j])) << "col " << j;
-        ASSERT_TRUE(same(tz[j], reftz[j])) << "col " << j;
-      } else {
-        const double g = 2 * gamma_n(colcount[j] + nt + 1);
-        ASSERT_LE(std::fabs(t[j] - reft[j]), g * colmag[j]) << "col " << j;
-        ASSERT_LE(std::fabs(tz[j] - reftz[j]), g * (colmag[j] + std::fabs(zt[j]))) << "col " << j;
+      std::vector<double> t(nc, 5.0), tz(nc, 5.0), ta = zt;
+      openmp::spmv_transpose(A, p, xt.data(), nullptr, t.data(), nt);
+      openmp::spmv_transpose(A, p, xt.data(), zt.data(), tz.data(), nt);
+      openmp::spmv_transpose(A, p, xt.data(), ta.data(), ta.data(), nt);
+      for (std::size_t j = 0; j < nc; ++j) {
+        ASSERT_TRUE(same(ta[j], tz[j])) << "col " << j;
+        if (nt == 1 || A.entry_split()) { // the same loop as the reference
+          ASSERT_TRUE(same(t[j], reft[j])) << "col " << j;
+          ASSERT_TRUE(same(tz[j], reftz[j])) << "col " << j;
+        } else {
+          const double g = 2 * gamma_n(colcount[j] + nt + 1);
+          ASSERT_LE(std::fabs(t[j] - reft[j]), g * colmag[j]) << "col " << j;
+          ASSERT_LE(std::fabs(tz[j] - reftz[j]), g * (colmag[j] + std::fabs(zt[j]))) << "col " << j;
+        }
       }
     }
   }
@@ -209,7 +226,8 @@ TEST_P(SpmvOpenmp, MatchesReferenceInt64)
 INSTANTIATE_TEST_SUITE_P(Modes, SpmvOpenmp,
                          ::testing::Values(StorageMode::lossless, StorageMode::fp32, StorageMode::fp16,
                                            StorageMode::bf16, StorageMode::fp11_20, StorageMode::fp11_4,
-                                           StorageMode::tolerance, StorageMode::rowsplit, StorageMode::entrysplit),
+                                           StorageMode::tolerance, StorageMode::rowsplit, StorageMode::entrysplit,
+                                           StorageMode::split2, StorageMode::split4),
                          [](const ::testing::TestParamInfo<StorageMode> &info) {
                            return std::string(storage_mode_name(info.param));
                          });

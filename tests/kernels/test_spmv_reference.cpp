@@ -35,7 +35,22 @@ struct Stored {
   std::vector<double> entry_u; // unit roundoff of the format the entry went to
 };
 
-template <typename Index> Stored stored_values(const Matrix<Index> &a, const StorageOptions &opts)
+// Split storage read at `read` of n segments: the value with its low 64 - 64 read / n bits cleared (truncated
+// toward zero; exact when read is 0 or n), relative change below 2^-(64 read / n - 12).
+double truncated_read(double v, int n, int read, double *u)
+{
+  *u = 0.0;
+  if (read <= 0 || read >= n) return v;
+  const int kept = 64 * read / n;
+  *u             = std::ldexp(1.0, -(kept - 12));
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  b &= ~((std::uint64_t(1) << (64 - kept)) - 1);
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+template <typename Index> Stored stored_values(const Matrix<Index> &a, const StorageOptions &opts, int read = 0)
 {
   Stored s;
   s.vals.resize(a.vals.size());
@@ -49,6 +64,11 @@ template <typename Index> Stored stored_values(const Matrix<Index> &a, const Sto
       s.pass[k]       = in32 ? 0 : 1;
       s.entry_u[k]    = in32 ? 0x1p-24 : 0.0;
     }
+    return s;
+  }
+  if (const int n = storage_mode_segments(opts.mode)) {
+    for (std::size_t k = 0; k < a.vals.size(); ++k)
+      s.vals[k] = truncated_read(a.vals[k], n, read, &s.entry_u[k]);
     return s;
   }
   const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<Index>>{a.view()}, opts);
@@ -148,11 +168,21 @@ void check_against_dense(const Matrix<Index> &a, const Stored &s, const std::vec
 }
 
 // dense: also compare with a dense product of the original values (O(rows x columns)).
-template <typename Index>
-void check_case(const Matrix<Index> &a, const StorageOptions &opts, bool expect_grouped, bool dense_check = true)
+// Whether a test matrix of this shape is stored in grouped blocks: formats that change from row to row, or mostly
+// empty rows (split storage keeps every row in fp64).
+bool expect_grouped(StorageMode mode, Shape shape)
 {
-  const CompactCsr A = build_compact_csr(a.view(), opts);
-  const bool split   = opts.mode == StorageMode::entrysplit;
+  return shape == Shape::mostly_empty || (shape != Shape::runs && !storage_mode_segments(mode));
+}
+
+// read: split storage, the segments products read (0: all).
+template <typename Index>
+void check_case(const Matrix<Index> &a, const StorageOptions &opts, bool expect_grouped, bool dense_check = true,
+                int read = 0)
+{
+  CompactCsr A     = build_compact_csr(a.view(), opts);
+  A.read_segments  = read;
+  const bool split = opts.mode == StorageMode::entrysplit;
   ASSERT_EQ(A.entry_split(), split);
   bool grouped = false;
   for (const auto &b : A.blocks) {
@@ -165,7 +195,7 @@ void check_case(const Matrix<Index> &a, const StorageOptions &opts, bool expect_
   if (!split) {
     ASSERT_EQ(grouped, expect_grouped) << "the test matrix does not have the layout it is meant to have";
   }
-  const Stored s       = stored_values(a, opts);
+  const Stored s       = stored_values(a, opts, read);
   const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
   const std::vector<double> x = random_vector(nc, 101), z = random_vector(nr, 102);
   const std::vector<double> xt = random_vector(nr, 103), zt = random_vector(nc, 104);
@@ -229,7 +259,13 @@ TYPED_TEST(SpmvReference, EveryModeOrderAndLayout)
           const StorageMode mode = static_cast<StorageMode>(mi);
           SCOPED_TRACE(std::string(shape_name(shape)) + " " + storage_mode_name(mode) +
                        (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout));
-          check_case(a, options(mode, order, layout), shape != Shape::runs);
+          // split storage: every row fp64 (one run unless most rows are empty), read at every level
+          const int segments = storage_mode_segments(mode);
+          const bool grouped = expect_grouped(mode, shape);
+          for (int read = segments ? 1 : 0; read <= segments; ++read) {
+            SCOPED_TRACE("segments read " + std::to_string(read));
+            check_case(a, options(mode, order, layout), grouped, true, read);
+          }
         }
   }
 }
@@ -287,7 +323,7 @@ TYPED_TEST(SpmvReference, NodeMatrices)
             SCOPED_TRACE(std::string(wide ? "wide " : "narrow ") + shape_name(shape) + " " + storage_mode_name(mode) +
                          (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout));
             // the dense comparison checks values, the same in every layout: once, for nodes
-            check_case(a, options(mode, order, layout), shape != Shape::runs, !wide && layout == Layout::node);
+            check_case(a, options(mode, order, layout), expect_grouped(mode, shape), !wide && layout == Layout::node);
           }
       // sliced, the rows' slices have columns within 16 bits of their base (narrow) or (wide) some not
       const CompactCsr S =
@@ -349,7 +385,7 @@ TYPED_TEST(SpmvReference, ShiftedSlices)
             SCOPED_TRACE(std::string(c.name) + " " + shape_name(shape) + " " + storage_mode_name(mode) +
                          (order == SumOrder::paired ? " paired " : " sequential ") + layout_name(layout));
             // the dense comparison (values, not layout): for the band only, whose dense matrix is small
-            check_case(a, options(mode, order, layout), shape != Shape::runs,
+            check_case(a, options(mode, order, layout), expect_grouped(mode, shape),
                        c.band > 0 && layout == Layout::sliced && order == SumOrder::sequential);
           }
       // runs of 64 rows: slices of the interior are shifted, slices with face rows are not
@@ -486,7 +522,7 @@ TYPED_TEST(SpmvReference, EmptyAndTinyMatrices)
     EXPECT_EQ(t[2], 2.0) << storage_mode_name(mode);
     // 0.1 as stored: fp16 0.0999755859375, fp32 0.100000001490116..., fp11_4 0.09765625;
     // rowsplit: r = 0.1 * mean(1, 2, 0.1) = 0.103 puts the row {0.1} in fp32
-    const double s01 = mode == StorageMode::lossless
+    const double s01 = mode == StorageMode::lossless || storage_mode_segments(mode)
                            ? 0.1
                            : round_trip(mode == StorageMode::fp16 || mode == StorageMode::tolerance ? Format::fp16
                                         : mode == StorageMode::bf16                                 ? Format::bf16

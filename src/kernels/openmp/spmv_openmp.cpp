@@ -82,7 +82,7 @@ template <SumOrder Order, typename S, bool Grouped, typename Index>
 void block_rows(const RowBlock &block, CsrPattern<Index> p, std::int64_t k0, std::int64_t k1, const double *x,
                 const double *z, double *y)
 {
-  const auto vals           = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+  const auto vals           = make_range(values_of<S>(block), static_cast<std::size_t>(block.nnz));
   const Index *rowptr       = p.rowptr;
   const std::int64_t *voffs = block.value_offsets.data();
   const std::int32_t *rows  = block.rows.data();
@@ -179,7 +179,7 @@ void thread_slices(const RowBlock &block, int t, int nt, std::int64_t &q0, std::
 template <SumOrder Order, typename S>
 void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
-  const auto vals          = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+  const auto vals          = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
   const std::int64_t nrows = block.row_count();
   const bool grouped       = block.grouped();
   const __m512d zero       = _mm512_setzero_pd();
@@ -257,7 +257,7 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
 template <SumOrder Order, typename S>
 void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
-  const S *vals            = block.values.as<S>();
+  const auto vals          = values_of<S>(block);
   const std::int64_t nrows = block.row_count();
   const bool grouped       = block.grouped();
   const __m256d zero       = _mm256_setzero_pd();
@@ -369,7 +369,7 @@ template <SumOrder Order, typename S>
 void slices_portable(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z,
                      double *y)
 {
-  const auto vals               = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+  const auto vals               = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
   const std::int64_t nrows      = block.row_count();
   const std::int64_t *no_rowptr = nullptr; // a sliced block never reads the master
   for (std::int64_t k = q0 * kSliceRows; k < std::min(nrows, q1 * kSliceRows); ++k) {
@@ -415,8 +415,8 @@ void thread_nodes(const RowBlock &block, int t, int nt, std::int64_t &n0, std::i
 // rows is one read of the node's adjacent values (a plain load: the block's
 // values are padded) and one broadcast of x. Each lane takes exactly
 // row_dot's steps for its row; lanes outside m stay 0 and raise nothing.
-template <SumOrder Order, typename S, typename C>
-inline __m512d node_sums(__m512d sum, const S *v, int rows, __mmask8 m, const C *cols, std::int64_t n, const double *x)
+template <SumOrder Order, typename V, typename C>
+inline __m512d node_sums(__m512d sum, V v, int rows, __mmask8 m, const C *cols, std::int64_t n, const double *x)
 {
   auto product = [&](std::int64_t e) {
     return _mm512_maskz_mul_pd(m, decode8_padded(v + e * rows, m), _mm512_set1_pd(x[cols[e]]));
@@ -436,8 +436,8 @@ inline __m512d node_sums(__m512d sum, const S *v, int rows, __mmask8 m, const C 
 // entries (half the conversions of node_sums: on machines without AVX512-FP16
 // the fp16/bf16 conversions, not the bytes, bound the product). The sums take
 // node_sums' steps exactly, so the results are bitwise the same.
-template <SumOrder Order, int R, typename S, typename C>
-inline __m512d node_sums_two_per_register(__m512d sum, const S *v, const C *cols, std::int64_t n, const double *x)
+template <SumOrder Order, int R, typename V, typename C>
+inline __m512d node_sums_two_per_register(__m512d sum, V v, const C *cols, std::int64_t n, const double *x)
 {
   static_assert(R >= 1 && 2 * R <= 8, "two entries of the node must fit in one register");
   constexpr __mmask8 low = static_cast<__mmask8>((1u << R) - 1), both = static_cast<__mmask8>((1u << (2 * R)) - 1);
@@ -458,9 +458,8 @@ inline __m512d node_sums_two_per_register(__m512d sum, const S *v, const C *cols
   return sum;
 }
 
-template <SumOrder Order, typename S, typename C>
-inline __m512d node_sums_any(__m512d sum, const S *v, int rows, __mmask8 m, const C *cols, std::int64_t n,
-                             const double *x)
+template <SumOrder Order, typename V, typename C>
+inline __m512d node_sums_any(__m512d sum, V v, int rows, __mmask8 m, const C *cols, std::int64_t n, const double *x)
 {
   switch (rows) {
   case 2:
@@ -477,7 +476,7 @@ inline __m512d node_sums_any(__m512d sum, const S *v, int rows, __mmask8 m, cons
 template <SumOrder Order, typename S>
 void nodes_avx512(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
 {
-  const S *vals = block.values.as<S>();
+  const auto vals = values_of<S>(block);
   for (std::int64_t i = n0; i < n1; ++i) {
     const NodeInfo &nd      = block.nodes[i];
     const std::int64_t row0 = block.row(nd.first);
@@ -497,13 +496,13 @@ void nodes_avx512(const RowBlock &block, std::int64_t n0, std::int64_t n1, const
 // values (plain loads: the block's values are padded), lanes past the node's
 // rows zeroed, times one broadcast of x. Each lane takes exactly row_dot's
 // steps for its row; the lanes past the rows are never stored.
-template <SumOrder Order, int NR, typename S, typename C>
-inline void node_sums_avx2(__m256d sum[NR], const S *v, int rows, __m256d last_lanes, const C *cols, std::int64_t n,
+template <SumOrder Order, int NR, typename V, typename C>
+inline void node_sums_avx2(__m256d sum[NR], V v, int rows, __m256d last_lanes, const C *cols, std::int64_t n,
                            const double *x)
 {
   auto products = [&](std::int64_t e, __m256d p[NR]) {
     const __m256d xe = _mm256_broadcast_sd(x + cols[e]);
-    const S *ve      = v + e * rows;
+    const V ve       = v + e * rows;
     for (int k = 0; k < NR; ++k) {
       const __m256d d = k + 1 < NR ? decode4(ve + 4 * k) : _mm256_and_pd(decode4(ve + 4 * k), last_lanes);
       p[k]            = _mm256_mul_pd(d, xe);
@@ -538,7 +537,7 @@ inline void node_avx2(const RowBlock &block, const NodeInfo &nd, const double *x
              : k + 1 < NR ? _mm256_loadu_pd(z + row0 + 4 * k)
                           : _mm256_maskload_pd(z + row0 + 4 * k, lanes);
   with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
-    node_sums_avx2<Order, NR>(sum, block.values.as<S>() + nd.values, nd.rows, _mm256_castsi256_pd(lanes), cols,
+    node_sums_avx2<Order, NR>(sum, values_of<S>(block) + nd.values, nd.rows, _mm256_castsi256_pd(lanes), cols,
                               nd.length, xs);
   });
   for (int k = 0; k + 1 < NR; ++k)
@@ -564,7 +563,7 @@ template <SumOrder Order, typename S>
 void nodes_portable(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z,
                     double *y)
 {
-  const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+  const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.nnz));
   for (std::int64_t i = n0; i < n1; ++i) {
     const NodeInfo &nd      = block.nodes[i];
     const std::int64_t row0 = block.row(nd.first);
@@ -594,7 +593,7 @@ void nodes(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double
 template <typename S>
 void nodes_transpose(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, double *y)
 {
-  const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+  const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.nnz));
   for (std::int64_t i = n0; i < n1; ++i) {
     const NodeInfo &nd      = block.nodes[i];
     const std::int64_t row0 = block.row(nd.first);
@@ -655,7 +654,7 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
         thread_slices(block, t, team, k0, k1);
       else
         thread_rows(block, pattern.rowptr, t, team, k0, k1);
-      dispatch_format(block.format, [&](auto tag) {
+      dispatch_block_values(block, A.read_segments, [&](auto tag) {
         using S = typename decltype(tag)::type;
         // z aliasing y is safe: each row reads z[row] before writing y[row]
         dispatch_order(A.order, [&](auto order) {
@@ -693,8 +692,8 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
       std::int64_t k0, k1;
       if (block.node_layout()) {
         thread_nodes(block, t, team, k0, k1);
-        dispatch_format(block.format,
-                        [&](auto tag) { nodes_transpose<typename decltype(tag)::type>(block, k0, k1, x, mine); });
+        dispatch_block_values(block, A.read_segments,
+                              [&](auto tag) { nodes_transpose<typename decltype(tag)::type>(block, k0, k1, x, mine); });
         continue;
       }
       if (block.sliced()) { // whole slices, as rows
@@ -704,9 +703,9 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
       } else {
         thread_rows(block, pattern.rowptr, t, team, k0, k1);
       }
-      dispatch_format(block.format, [&](auto tag) {
+      dispatch_block_values(block, A.read_segments, [&](auto tag) {
         using S         = typename decltype(tag)::type;
-        const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+        const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
         for (std::int64_t k = k0; k < k1; ++k) {
           const double xr = x[block.row(k)];
           with_row_entries(block, pattern.rowptr, pattern.cols, k,

@@ -15,7 +15,7 @@ namespace {
 template <typename S, SumOrder Order>
 void node_block_spmv(const RowBlock &block, const double *x, const double *z, double *y)
 {
-  const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.nnz));
+  const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.nnz));
   for (const NodeInfo &nd : block.nodes) {
     const auto node_vals =
         vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
@@ -36,9 +36,9 @@ void rowwise_spmv(const CompactCsr &A, CsrPattern<Index> p, const double *x, con
     for (std::int64_t i = 0; i < A.nrows; ++i)
       y[i] = z ? z[i] : 0.0;
   for (const RowBlock &block : A.blocks) {
-    dispatch_format(block.format, [&](auto tag) {
+    dispatch_block_values(block, A.read_segments, [&](auto tag) {
       using S         = typename decltype(tag)::type;
-      const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+      const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
       dispatch_order(A.order, [&](auto order) {
         if (block.node_layout()) {
           node_block_spmv<S, decltype(order)::value>(block, x, z, y);
@@ -114,9 +114,9 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> p, const double *x, c
     y[j] = z ? z[j] : 0.0;
   // y[col] += a * x[row], rows in ascending order, entries in row order
   for_each_row_in_order(A, [&](const RowBlock &block, std::int64_t k, std::int64_t row) {
-    dispatch_format(block.format, [&](auto tag) {
+    dispatch_block_values(block, A.read_segments, [&](auto tag) {
       using S         = typename decltype(tag)::type;
-      const auto vals = make_range(block.values.as<S>(), static_cast<std::size_t>(block.stored_count()));
+      const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
       if (block.node_layout()) {
         const NodeInfo &nd = block.nodes[block.node_of(k)];
         const int r        = static_cast<int>(k - nd.first);

@@ -3,8 +3,8 @@
 
 #include "mat/aijmp/aijmpimpl.h"
 
-const char *const MatAIJMPStorages[] = {"lossless",   "fp32",      "fp16",     "bf16",       "fp11_20",
-                                        "fp11_4",     "tolerance", "rowsplit", "entrysplit", "MatAIJMPStorage",
+const char *const MatAIJMPStorages[] = {"lossless",   "fp32",     "fp16",       "bf16",   "fp11_20", "fp11_4",
+                                        "tolerance",  "rowsplit", "entrysplit", "split2", "split4",  "MatAIJMPStorage",
                                         "MAT_AIJMP_", nullptr};
 const char *const MatAIJMPLayouts[] = {"auto", "csr", "sliced", "node", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
 const char *const MatAIJMPKernels[] = {"auto", "aij", "compact", "MatAIJMPKernel", "MAT_AIJMP_KERNEL_", nullptr};
@@ -14,6 +14,8 @@ const char *const PetscMPFormats[]  = {"fp64",   "fp32",          "fp16",     "b
 namespace petscmp {
 
 static_assert(static_cast<int>(StorageMode::entrysplit) == MAT_AIJMP_ENTRYSPLIT, "storage enums must agree");
+static_assert(static_cast<int>(StorageMode::split4) == MAT_AIJMP_SPLIT4 && kStorageModeCount == MAT_AIJMP_SPLIT4 + 1,
+              "storage enums must agree");
 static_assert(static_cast<int>(Format::fp11_4) == PETSCMP_FP11_4, "format enums must agree");
 static_assert(static_cast<int>(Layout::sliced) == MAT_AIJMP_LAYOUT_SLICED, "layout enums must agree");
 static_assert(static_cast<int>(Layout::node) == MAT_AIJMP_LAYOUT_NODE, "layout enums must agree");
@@ -45,6 +47,19 @@ static PetscErrorCode AIJMPCheckSortWindow(Mat A, PetscInt sigma)
              "-mat_ellmp_sort_window (sigma) must be 1 (rows in matrix order) or a multiple of the slice height %d, "
              "not %" PetscInt_FMT,
              kSliceRows, sigma);
+  PetscFunctionReturn(0);
+}
+
+// Split storage exists for aijmp only (ellmp's stepwise assembly joins value arrays of one format); a read level
+// is a count of segments.
+static PetscErrorCode AIJMPCheckSplit(Mat A, const AIJMPSettings &s, const char *family)
+{
+  PetscFunctionBegin;
+  PetscCheck(is_aijmp(family) || !storage_mode_segments(s.opts.mode), PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
+             "ellmp does not offer the split storage modes (split2, split4) yet; -mat_type aijmp does, with every "
+             "value exact in fp64's memory");
+  PetscCheck(s.read_segments >= 0 && s.read_segments <= 4, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "-mat_aijmp_read_level is a number of segments, 1 to 4 (0: all), not %" PetscInt_FMT, s.read_segments);
   PetscFunctionReturn(0);
 }
 
@@ -93,6 +108,10 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                               "Kernel auto, lossless, where the compact copy would read over 90% of AIJ's inode "
                               "bytes: products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
                               "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
+    PetscCall(PetscOptionsInt("-mat_aijmp_read_level",
+                              "Split storage (split2, split4): the segments of each value products read, most "
+                              "significant first (0: all, the exact values)",
+                              "MatAIJMPSetReadLevel", s.read_segments, &s.read_segments, nullptr));
   }
   if (!is_aijmp(family)) {
     PetscInt sigma = s.opts.sort_window;
@@ -119,6 +138,7 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
       "OpenMP threads per process for products and for writing the compact values (0: 1, or OMP_NUM_THREADS)",
       man("MatAIJMPSetNumThreads"), s.nthreads, &s.nthreads, nullptr));
   PetscOptionsEnd();
+  PetscCall(AIJMPCheckSplit(A, s, family));
   s.options_read = true;
   PetscFunctionReturn(0);
 }
@@ -156,6 +176,7 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
                                    &layout, &flg));
     if (flg) s.opts.layout = static_cast<Layout>(layout);
   }
+  PetscCall(AIJMPCheckSplit(A, s, family));
   if (!is_aijmp(family)) {
     PetscInt sigma = s.opts.sort_window;
     PetscCall(PetscOptionsGetInt(options, prefix, "-mat_ellmp_sort_window", &sigma, nullptr));
@@ -175,11 +196,17 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
     if (flg) s.kernel = static_cast<MatAIJMPKernel>(kernel);
   }
   PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_kernel_trial_after", &s.trial_after, nullptr));
+  if (!(s.explicitly_set & kSetReadLevel))
+    PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_read_level", &s.read_segments, nullptr));
+  PetscCall(AIJMPCheckSplit(A, s, family));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
+PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info, PetscInt read_level)
 {
+  const int segments      = storage_mode_segments(c.mode);
+  const double read_share = segments && read_level > 0 && read_level < segments ? (double)read_level / segments : 1.0;
+
   PetscFunctionBegin;
   for (int f = 0; f < kFormatCount; ++f) {
     info.rows[f] += c.stats.per_format[f].rows;
@@ -196,8 +223,52 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info)
   info.sorted_windows += c.stats.sorted_windows;
   for (int n = 0; n <= kMaxNodeRows; ++n)
     info.nodes_of_size[n] += c.stats.nodes_of_size[n];
-  info.bytes += c.stats.bytes();
+  info.bytes += static_cast<double>(c.stats.index_bytes) + read_share * static_cast<double>(c.stats.value_bytes);
   info.aij_bytes += c.stats.aij_bytes();
+  PetscFunctionReturn(0);
+}
+
+// A read level needs split storage of as many segments, and the compact kernel.
+PetscErrorCode AIJMPCheckReadLevel(Mat A, const AIJMPSettings &s)
+{
+  const PetscInt segments = storage_mode_segments(s.opts.mode);
+
+  PetscFunctionBegin;
+  if (s.read_segments == 0) PetscFunctionReturn(0);
+  PetscCheck(segments > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_INCOMP,
+             "A read level (MatAIJMPSetReadLevel, -mat_aijmp_read_level %" PetscInt_FMT
+             ") needs the split2 or split4 storage, not %s",
+             s.read_segments, storage_mode_name(s.opts.mode));
+  PetscCheck(s.read_segments <= segments, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "Read level %" PetscInt_FMT " exceeds the %" PetscInt_FMT " segments of the %s storage", s.read_segments,
+             segments, storage_mode_name(s.opts.mode));
+  PetscCheck(s.kernel != MAT_AIJMP_KERNEL_AIJ || AIJMPReadsExact(s), PetscObjectComm((PetscObject)A),
+             PETSC_ERR_ARG_INCOMP,
+             "Read level %" PetscInt_FMT " of %" PetscInt_FMT
+             " segments needs the compact kernel: -mat_aijmp_kernel aij reads the fp64 values",
+             s.read_segments, segments);
+  PetscFunctionReturn(0);
+}
+
+// Split storage: the segment planes and, per read level, the bound on the change of an entry.
+static PetscErrorCode AIJMPViewSegments(PetscViewer viewer, const MatAIJMPInfo &info)
+{
+  const int n = (int)info.segments;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "  split storage: each value cut into %d segments of %d bits, each kind in its own "
+                                   "array (the first: sign, exponent, %d significand bits); products read %d of %d\n",
+                                   n, 64 / n, 64 / n - 12, (int)info.read_level, n));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  read level: relative change of an entry below"));
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+  for (int r = 1; r <= n; ++r) {
+    if (r < n)
+      PetscCall(PetscViewerASCIIPrintf(viewer, " %d: %.3g%s", r, segment_read_bound(n, r), r == n - 1 ? "," : ";"));
+    else
+      PetscCall(PetscViewerASCIIPrintf(viewer, " %d: 0 (exact)\n", r));
+  }
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   PetscFunctionReturn(0);
 }
 
@@ -212,6 +283,9 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
                                s.kernel == MAT_AIJMP_KERNEL_AIJ ? ": PETSc's AIJ kernel on the fp64 values" : ""));
   } else if (storage_mode_is_lossy(s.opts.mode)) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: compact (lossy storage)\n"));
+  } else if (storage_mode_segments(s.opts.mode)) {
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, "  kernel auto: compact (split storage: the copy serves every read level)\n"));
   } else if (parts == 1 && info.kernel_by_bytes) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  kernel auto: aij (this copy would read over 90%% of the bytes of AIJ's "
                                              "inode kernel, and -mat_aijmp_kernel_trial_after is negative: not "
@@ -303,14 +377,20 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
     PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
     PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   }
+  if (info.segments > 0) PetscCall(AIJMPViewSegments(viewer, info));
   if (is_aijmp(family)) PetscCall(AIJMPViewKernel(viewer, info, s));
   PetscCall(PetscViewerASCIIPrintf(viewer,
                                    "  builds: %" PetscInt64_FMT " full, %" PetscInt64_FMT
                                    " value-only (same pattern and row formats: layout and indices kept)\n",
                                    info.builds, info.value_builds));
-  if (s.opts.mode == StorageMode::lossless) {
+  if (s.opts.mode == StorageMode::lossless || (info.segments > 0 && info.read_level == info.segments)) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));
+  } else if (info.segments > 0) {
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  LOSSY reads: products use A+E with |E_ij| < %.3g |A_ij| (each value truncated "
+                                     "to the segments read); the stored values stay exact\n",
+                                     segment_read_bound((int)info.segments, (int)info.read_level)));
   } else if (!is_aijmp(family)) {
     PetscCall(
         PetscViewerASCIIPrintf(viewer,
@@ -374,11 +454,13 @@ static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change
 -  storage - see `MatAIJMPStorage`
 
    Options Database Key:
-.  -mat_aijmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit> - the storage
+.  -mat_aijmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit,split2,split4> - the storage
 
    Notes:
-   Every mode but `MAT_AIJMP_LOSSLESS` may change the operator a Krylov method iterates with; `MatView()` with
-   `PETSC_VIEWER_ASCII_INFO` reports the largest relative change. Matrices of other types ignore this call.
+   Every mode but `MAT_AIJMP_LOSSLESS`, `MAT_AIJMP_SPLIT2` and `MAT_AIJMP_SPLIT4` may change the operator a Krylov
+   method iterates with; `MatView()` with `PETSC_VIEWER_ASCII_INFO` reports the largest relative change. The split
+   modes store every value exactly and let products read fewer bits of each (`MatAIJMPSetReadLevel()`). Matrices of
+   other types ignore this call.
 
    Level: beginner
 
@@ -388,7 +470,7 @@ PetscErrorCode MatAIJMPSetStorage(Mat A, MatAIJMPStorage storage)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A),
+  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_SPLIT4, PetscObjectComm((PetscObject)A),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown aijmp storage %d", (int)storage);
   PetscCall(
       AIJMPChangeSettings(A, kSetStorage, [&](AIJMPSettings &s) { s.opts.mode = static_cast<StorageMode>(storage); }));
@@ -504,7 +586,8 @@ PetscErrorCode MatAIJMPGetLayout(Mat A, MatAIJMPLayout *layout)
    kernel without a trial. Both kernels give the
    same result bit for bit, so the choice never changes a result: lossless aijmp is never slower than AIJ beyond
    the timing noise of those six products. With MPI each rank chooses for its diagonal and off-diagonal blocks
-   alone. Lossy storage modes always use the compact kernel (AIJ's would use other values); `MAT_AIJMP_KERNEL_AIJ`
+   alone. Lossy storage modes always use the compact kernel (AIJ's would use other values), and so do the split modes
+   (their copy serves every read level, `MatAIJMPSetReadLevel()`); `MAT_AIJMP_KERNEL_AIJ`
    computes with AIJ's kernel on the fp64 values whatever the storage mode, which turns the compression off.
    Transposed products use the chosen kernel, and AIJ's while none is chosen. Matrices of other types ignore this
    call. `-mat_view ::ascii_info` and `MatAIJMPGetInfo()` report the choice.
@@ -695,5 +778,69 @@ PetscErrorCode MatAIJMPGetInfo(Mat A, MatAIJMPInfo *info)
              "MatAIJMPGetInfo() needs a matrix of type aijmp, not %s",
              ((PetscObject)A)->type_name ? ((PetscObject)A)->type_name : "(no type)");
   PetscCall((*f)(A, info));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetReadLevel - Sets how many segments of each value the products of a split-storage `MATAIJMP` matrix read
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix, with storage `MAT_AIJMP_SPLIT2` or `MAT_AIJMP_SPLIT4`
+-  level - the segments read, most significant first: 1 reads the heads only; 2 (split2) or 4 (split4) reads every
+           segment, the exact values; 0 means all
+
+   Options Database Key:
+.  -mat_aijmp_read_level <level> - the level
+
+   Notes:
+   The values stay stored exactly; only what a product reads changes, so the level may go up and down between
+   products at no cost (no rebuild, no state change). Reading r of n segments uses each value truncated toward
+   zero to 64 r / n - 12 significand bits: a relative change below 2^-(64 r / n - 12) per entry (2^-20 for the
+   heads of split2, 2^-4, 2^-20, 2^-36 for split4), and moves r / n of the value bytes. Reading every segment gives
+   AIJ's products bit for bit. Only the compact kernel reads part of the values: with `MAT_AIJMP_KERNEL_AIJ` a level
+   below all is an error at the next product. Matrices of other types ignore this call.
+
+   Level: intermediate
+
+.seealso: `MATAIJMP`, `MatAIJMPGetReadLevel()`, `MatAIJMPSetStorage()`, `MatAIJMPGetInfo()`
+@*/
+PetscErrorCode MatAIJMPSetReadLevel(Mat A, PetscInt level)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(level >= 0 && level <= 4, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+             "The read level is a number of segments, 1 to 4 (0: all), not %" PetscInt_FMT, level);
+  PetscCall(AIJMPChangeSettings(
+      A, kSetReadLevel, [&](AIJMPSettings &s) { s.read_segments = level; }, false));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPGetReadLevel - Gets how many segments of each value the products of a `MATAIJMP` matrix read
+
+   Not Collective
+
+   Input Parameter:
+.  A - the matrix
+
+   Output Parameter:
+.  level - the segments read (all of them: 2 for split2, 4 for split4, unless set lower); 0 for storage that is not
+           split and for matrices of other types
+
+   Level: intermediate
+
+.seealso: `MatAIJMPSetReadLevel()`
+@*/
+PetscErrorCode MatAIJMPGetReadLevel(Mat A, PetscInt *level)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(AIJMPGetSettings(A, &s));
+  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  *level = s ? AIJMPReadLevel(*s) : 0;
   PetscFunctionReturn(0);
 }

@@ -26,8 +26,10 @@ struct AIJMPSettings {
   // ellmp: nonzeros stored per step of an assembly, the assembly matrix's memory of the stored rows given back
   // after each (0: automatic)
   PetscInt64 assembly_step = 0;
-  bool options_read        = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
-  unsigned explicitly_set  = 0;     // fields set through the C API win over a lazy options read
+  // split storage: the segments products read, from the most significant (0: all, the exact values)
+  PetscInt read_segments  = 0;
+  bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
+  unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
 };
 enum : unsigned {
   kSetStorage   = 1,
@@ -36,8 +38,22 @@ enum : unsigned {
   kSetRange     = 8,
   kSetThreads   = 16,
   kSetLayout    = 32,
-  kSetKernel    = 64
+  kSetKernel    = 64,
+  kSetReadLevel = 128
 };
+
+// The segments products read: the setting, or all of them (0 for storage that is not split).
+inline PetscInt AIJMPReadLevel(const AIJMPSettings &s)
+{
+  const PetscInt segments = storage_mode_segments(s.opts.mode);
+  return s.read_segments > 0 && s.read_segments < segments ? s.read_segments : segments;
+}
+// Whether products read exactly the assembled values (lossless, or split storage read in full): AIJ's kernel then
+// gives the same result bit for bit.
+inline bool AIJMPReadsExact(const AIJMPSettings &s)
+{
+  return !storage_mode_is_lossy(s.opts.mode) && AIJMPReadLevel(s) == storage_mode_segments(s.opts.mode);
+}
 
 // Everything that identifies the master values a compact copy was built from.
 struct BuildKey {
@@ -236,13 +252,17 @@ PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSetting
                                bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
                                std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o,
                                bool temporary = false);
+// A read level needs split storage of as many segments, and the compact kernel (checked before each product; an MPI
+// matrix checks before its halo exchange starts).
+PetscErrorCode AIJMPCheckReadLevel(Mat A, const AIJMPSettings &s);
 // The OpenMP threads of -mat_aijmp_threads (0: 1, or OMP_NUM_THREADS), for products and builds.
 int AIJMPThreadCount(const AIJMPSettings &s);
 // Whether A's next products may read its compact copy (false when they use AIJ's kernel).
 PetscErrorCode SeqAIJMPUsesCompact(Mat A, PetscBool *uses);
 // Adds A's kernel choice to info.kernel_parts (and its timings to kernel_ms).
 PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info);
-PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info);
+// read_level: split storage, the segments products read (their share of the value bytes; 0: all).
+PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info, PetscInt read_level = 0);
 // The bytes of a product by SeqAIJ's inode kernel (values, one column list and one row offset per inode) and the
 // entries of the column lists; *uses_inodes false when SeqAIJ has no inodes for A.
 PetscErrorCode AIJInodeBytes(Mat A, double *bytes, double *node_columns, PetscInt *nodes, PetscBool *uses_inodes);

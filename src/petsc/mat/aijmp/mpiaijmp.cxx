@@ -112,6 +112,7 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, d->settings));
+  PetscCall(AIJMPCheckReadLevel(A, d->settings));
   PetscCall(convert_blocks(A));
   PetscCall(blocks_of(A, &Ad, &Ao));
   PetscBool uses_d, uses_o;
@@ -238,9 +239,11 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->builds, 2, MPIU_INT64, MPI_MAX, comm));
   PetscReal bytes[2] = {info->bytes, info->aij_bytes};
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPIU_REAL, MPI_SUM, comm));
-  info->bytes     = bytes[0];
-  info->aij_bytes = bytes[1];
-  info->lossy     = storage_mode_is_lossy(data_of(A)->settings.opts.mode) ? PETSC_TRUE : PETSC_FALSE;
+  info->bytes      = bytes[0];
+  info->aij_bytes  = bytes[1];
+  info->lossy      = AIJMPReadsExact(data_of(A)->settings) ? PETSC_FALSE : PETSC_TRUE;
+  info->segments   = storage_mode_segments(data_of(A)->settings.opts.mode);
+  info->read_level = AIJMPReadLevel(data_of(A)->settings);
   PetscFunctionReturn(0);
 }
 

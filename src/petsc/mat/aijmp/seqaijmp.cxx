@@ -65,9 +65,12 @@ enum class Product { mult, transpose };
 
 // Whether the run-time choice applies: lossless values (both kernels give the
 // same result bit for bit) and MAT_AIJMP_KERNEL_AUTO.
+// Split storage keeps the compact kernel: timing could choose AIJ's at the full
+// read level and free the copy that the other levels read (a rebuild at each
+// change of level).
 bool kernel_is_measured(const AIJMPSettings &s)
 {
-  return s.kernel == MAT_AIJMP_KERNEL_AUTO && !storage_mode_is_lossy(s.opts.mode);
+  return s.kernel == MAT_AIJMP_KERNEL_AUTO && s.opts.mode == StorageMode::lossless;
 }
 
 // The selection for A's current nonzero pattern (restarted when it changed).
@@ -136,6 +139,7 @@ PetscErrorCode next_kernel(Mat A, Product product, MatAIJMPKernel *kernel)
 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, s));
+  PetscCall(AIJMPCheckReadLevel(A, s));
   if (s.kernel != MAT_AIJMP_KERNEL_AUTO)
     *kernel = s.kernel;
   else if (!kernel_is_measured(s))
@@ -213,6 +217,7 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
 
   PetscFunctionBegin;
   PetscCall(SeqAIJMPGetCompact(A, &c));
+  data_of(A)->compact->read_segments = static_cast<int>(data_of(A)->settings.read_segments); // (no rebuild)
   PetscCall(SeqAIJCsrView(A, view));
   PetscCall(PetscTime(&t0));
   PetscCall(PetscLogEventBegin(event, A, xx, yy, 0));
@@ -327,7 +332,7 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
     PetscCall(SeqAIJCsrView(A, view));
     PetscCall(guarded([&] { measure_relative_errors(view, *d->compact); }));
   }
-  PetscCall(AIJMPAccumulateInfo(*d->compact, *info));
+  PetscCall(AIJMPAccumulateInfo(*d->compact, *info, AIJMPReadLevel(d->settings)));
   { // AIJ's bytes as its inode kernel reads them, where SeqAIJ uses one
     PetscInt nodes;
     PetscBool inodes;
@@ -335,7 +340,9 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
     PetscCall(AIJInodeBytes(A, &bytes, &columns, &nodes, &inodes));
     if (inodes) info->aij_bytes = bytes;
   }
-  info->lossy        = storage_mode_is_lossy(d->compact->mode) ? PETSC_TRUE : PETSC_FALSE;
+  info->lossy        = AIJMPReadsExact(d->settings) ? PETSC_FALSE : PETSC_TRUE;
+  info->segments     = storage_mode_segments(d->settings.opts.mode);
+  info->read_level   = AIJMPReadLevel(d->settings);
   info->builds       = d->full_builds;
   info->value_builds = d->value_builds;
   PetscCall(SeqAIJMPKernelInfo(A, *info));

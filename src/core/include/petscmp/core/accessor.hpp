@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "petscmp/core/formats.hpp"
+#include "petscmp/core/segments.hpp"
 
 namespace petscmp {
 
@@ -18,8 +19,9 @@ template <typename Storage, typename Arithmetic = double> class reduced_range {
 public:
   using storage_type    = Storage;
   using arithmetic_type = Arithmetic;
+  using pointer         = storage_pointer_t<Storage>; // a plain pointer, or split storage's segment_ptr
 
-  constexpr reduced_range(const Storage *data, std::size_t length) : data_(data), length_(length) {}
+  constexpr reduced_range(pointer data, std::size_t length) : data_(data), length_(length) {}
 
   // Reads element i, converted exactly to the arithmetic type.
   Arithmetic operator[](std::size_t i) const { return static_cast<Arithmetic>(decode(data_[i])); }
@@ -29,7 +31,7 @@ public:
   {
     return reduced_range(data_ + offset, length);
   }
-  constexpr const Storage *data() const { return data_; }
+  constexpr pointer data() const { return data_; }
   // Reads up to 8 elements [offset, offset + n) into out[0..n): one SIMD
   // conversion where the CPU has it, never reading past the range.
   void read_upto8(std::size_t offset, unsigned n, Arithmetic *out) const { decode_upto8(data_ + offset, n, out); }
@@ -56,7 +58,7 @@ public:
   }
 
 private:
-  const Storage *data_;
+  pointer data_;
   std::size_t length_;
 };
 
@@ -76,6 +78,11 @@ private:
 template <typename Storage> constexpr reduced_range<Storage> make_range(const Storage *data, std::size_t length)
 {
   return reduced_range<Storage>(data, length);
+}
+template <int Segments, int Read>
+constexpr reduced_range<segment_read<Segments, Read>> make_range(segment_ptr<Segments, Read> data, std::size_t length)
+{
+  return reduced_range<segment_read<Segments, Read>>(data, length);
 }
 
 } // namespace petscmp

@@ -38,6 +38,10 @@
 // entry once per node and updates all the node's rows with one SIMD
 // instruction, each row still summed in its own order. Chosen (layout
 // `automatic`) when the block's nodes hold kMinNodeRows rows on average.
+// Split storage (modes split2 and split4) keeps every layout and stores the
+// fp64 values of each block as segment planes (segments.hpp): a product reads
+// the first planes only (CompactCsr::read_segments), or all of them and gets
+// the exact values.
 #pragma once
 
 #include <algorithm>
@@ -49,6 +53,7 @@
 
 #include "petscmp/core/big_buffer.hpp"
 #include "petscmp/core/formats.hpp"
+#include "petscmp/core/segments.hpp"
 
 namespace petscmp {
 
@@ -59,17 +64,26 @@ enum class StorageMode : std::uint8_t {
   bf16,
   fp11_20,
   fp11_4,
-  tolerance, // per row, narrowest format with relative error <= tolerance for every entry
-  rowsplit,  // thesis row-wise split: fp32 rows by a range test, else fp64
-  entrysplit // Ahmad et al. entry-wise split: |a| < range in fp32, else fp64
+  tolerance,  // per row, narrowest format with relative error <= tolerance for every entry
+  rowsplit,   // thesis row-wise split: fp32 rows by a range test, else fp64
+  entrysplit, // Ahmad et al. entry-wise split: |a| < range in fp32, else fp64
+  split2,     // every value exact, as 2 segment planes of 32 bits (CPMS): products may read the first only
+  split4      // every value exact, as 4 segment planes of 16 bits: products may read the first 1, 2, 3 or all
 };
-inline constexpr int kStorageModeCount = 9;
+inline constexpr int kStorageModeCount = 11;
 const char *storage_mode_name(StorageMode m);
 bool parse_storage_mode(const char *name, StorageMode *m);
 // True when the mode may change matrix values (everything but lossless).
+// (A split mode stores the exact values; a product that reads fewer than all
+// segments is lossy: see CompactCsr::read_segments.)
 inline bool storage_mode_is_lossy(StorageMode m)
 {
-  return m != StorageMode::lossless;
+  return m != StorageMode::lossless && m != StorageMode::split2 && m != StorageMode::split4;
+}
+// The segments a split mode cuts each value into (0: not a split mode).
+inline int storage_mode_segments(StorageMode m)
+{
+  return m == StorageMode::split2 ? 2 : m == StorageMode::split4 ? 4 : 0;
 }
 
 // Summation order inside a row. PETSc's SeqAIJ sums sequentially; when it has
@@ -222,6 +236,11 @@ struct RowBlock {
   // their column indices.
   std::vector<NodeInfo> nodes;
   AlignedBytes node_cols;
+  // Split storage: `values` holds `segments` planes of plane_stride entries
+  // each (format fp64, segments.hpp), each plane followed by at least
+  // kNodeValuePadding zeros; 0: one value per entry in `format`.
+  int segments              = 0;
+  std::int64_t plane_stride = 0;
 
   bool grouped() const { return !rows.empty(); }
   bool node_layout() const { return !nodes.empty(); }
@@ -340,9 +359,29 @@ struct CompactCsr {
   bool all_rows_covered     = true; // every row belongs to a block (run layout); else unlisted rows are empty
   std::vector<RowBlock> blocks;     // row-wise layouts
   std::vector<SplitPart> split;     // entry split (blocks empty)
+  // Split storage: the segments of each value products read, from the most
+  // significant (0: all, the exact values; see segment_read_bound).
+  int read_segments = 0;
   StorageStats stats;
   bool entry_split() const { return !split.empty(); }
 };
+
+// Calls fn(type_tag<S>{}) with the storage type products read block b as: its
+// format, or for split storage the type that reads `read` segments (0: all).
+template <typename Fn> decltype(auto) dispatch_block_values(const RowBlock &b, int read, Fn &&fn)
+{
+  if (b.segments > 1) return dispatch_segments(b.segments, read, fn);
+  return dispatch_format(b.format, fn);
+}
+// Block b's values read as S (from dispatch_block_values): a plain pointer,
+// or a segment_ptr over its planes (plane 0 alone for the head's format).
+template <typename S> storage_pointer_t<S> values_of(const RowBlock &b)
+{
+  if constexpr (std::is_pointer_v<storage_pointer_t<S>>)
+    return b.values.as<S>();
+  else
+    return {b.values.as<typename storage_pointer_t<S>::word>(), static_cast<std::ptrdiff_t>(b.plane_stride)};
+}
 
 class StorageError : public std::runtime_error {
 public:

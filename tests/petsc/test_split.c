@@ -1,0 +1,202 @@
+static char help[] = "petscmp: split storage (split2, split4) of MATAIJMP. At every read level the four products equal,\n"
+                     "bit for bit, those of a MATAIJ holding each value truncated to the segments read (the full level:\n"
+                     "the assembled values); the level changes without a rebuild; MatAIJMPGetInfo reports segments,\n"
+                     "level and the bytes read; bad levels and split storage for ellmp give errors.\n"
+                     "  -M <rows> (default 240)\n\n";
+
+#include "petscmp_test.h"
+
+/* v with its bits past the first 64 read / n cleared: a value read at `read` of n segments. */
+static double FirstBits(double v, int n, int read)
+{
+  const int kept = 64 * read / n;
+  uint64_t  b;
+  if (kept >= 64) return v;
+  memcpy(&b, &v, sizeof b);
+  b &= ~((UINT64_C(1) << (64 - kept)) - 1);
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+/* A copy of the MATAIJ matrix A with every value truncated to `read` of n segments. */
+static PetscErrorCode TruncatedAIJ(Mat A, int n, int read, Mat *T)
+{
+  Mat blocks[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(MatDuplicate(A, MAT_COPY_VALUES, T));
+  PetscCall(TestLocalBlocks(*T, &blocks[0], &blocks[1]));
+  for (int k = 0; k < 2; k++) {
+    PetscScalar *a;
+    MatInfo      info;
+    if (!blocks[k]) continue;
+    PetscCall(MatGetInfo(blocks[k], MAT_LOCAL, &info));
+    PetscCall(MatSeqAIJGetArray(blocks[k], &a));
+    for (PetscInt i = 0; i < (PetscInt)info.nz_used; i++) a[i] = FirstBits(a[i], n, read);
+    PetscCall(MatSeqAIJRestoreArray(blocks[k], &a));
+  }
+  PetscFunctionReturn(0);
+}
+
+/* The four products (and MultAdd in place) of Amp and Aref, bitwise. */
+static PetscErrorCode CheckProductsBitwise(Mat Amp, Mat Aref, const char *label)
+{
+  Vec  x, z, y1, y2, xt, zt, yt1, yt2;
+  char what[256];
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreateVecs(Aref, &xt, &x));
+  PetscCall(VecDuplicate(x, &z));
+  PetscCall(VecDuplicate(x, &y1));
+  PetscCall(VecDuplicate(x, &y2));
+  PetscCall(VecDuplicate(xt, &zt));
+  PetscCall(VecDuplicate(xt, &yt1));
+  PetscCall(VecDuplicate(xt, &yt2));
+  PetscCall(TestVecFill(xt, 3));
+  PetscCall(TestVecFill(x, 4));
+  PetscCall(TestVecFill(z, 5));
+  PetscCall(TestVecFill(zt, 6));
+  PetscCall(MatMult(Amp, xt, y1));
+  PetscCall(MatMult(Aref, xt, y2));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s MatMult", label));
+  PetscCall(TestCheckBitwise(y1, y2, what));
+  PetscCall(MatMultAdd(Amp, xt, z, y1));
+  PetscCall(MatMultAdd(Aref, xt, z, y2));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s MatMultAdd", label));
+  PetscCall(TestCheckBitwise(y1, y2, what));
+  PetscCall(VecCopy(z, y1));
+  PetscCall(MatMultAdd(Amp, xt, y1, y1));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s MatMultAdd in place", label));
+  PetscCall(TestCheckBitwise(y1, y2, what));
+  PetscCall(MatMultTranspose(Amp, x, yt1));
+  PetscCall(MatMultTranspose(Aref, x, yt2));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s MatMultTranspose", label));
+  PetscCall(TestCheckBitwise(yt1, yt2, what));
+  PetscCall(MatMultTransposeAdd(Amp, x, zt, yt1));
+  PetscCall(MatMultTransposeAdd(Aref, x, zt, yt2));
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s MatMultTransposeAdd", label));
+  PetscCall(TestCheckBitwise(yt1, yt2, what));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&z));
+  PetscCall(VecDestroy(&y1));
+  PetscCall(VecDestroy(&y2));
+  PetscCall(VecDestroy(&xt));
+  PetscCall(VecDestroy(&zt));
+  PetscCall(VecDestroy(&yt1));
+  PetscCall(VecDestroy(&yt2));
+  PetscFunctionReturn(0);
+}
+
+/* Every read level of one split mode on one matrix, the levels visited down and up again. */
+static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage, MatAIJMPLayout layout,
+                                  const char *name)
+{
+  const int      n        = storage == MAT_AIJMP_SPLIT2 ? 2 : 4;
+  const PetscInt levels[] = {0, 1, 2, 3, 4, 3, 2, 1, 4, 0};
+  Mat            Aaij, Amp;
+  MatAIJMPInfo   info;
+  PetscInt64     builds = -1;
+  double         full_bytes = 0;
+  char           label[128];
+
+  PetscFunctionBeginUser;
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &Aaij));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, o, &Amp));
+  PetscCall(MatAIJMPSetStorage(Amp, storage));
+  PetscCall(MatAIJMPSetLayout(Amp, layout));
+  for (size_t k = 0; k < sizeof levels / sizeof levels[0]; k++) {
+    const PetscInt level = levels[k];
+    PetscInt       got;
+    Mat            T;
+    if (level > n) continue;
+    PetscCall(MatAIJMPSetReadLevel(Amp, level));
+    PetscCall(MatAIJMPGetReadLevel(Amp, &got));
+    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n), "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT,
+               name, level, got);
+    PetscCall(TruncatedAIJ(Aaij, n, (int)(level ? level : n), &T));
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s read %" PetscInt_FMT " of %d", name, level, n));
+    PetscCall(CheckProductsBitwise(Amp, T, label));
+    PetscCall(MatDestroy(&T));
+    PetscCall(MatAIJMPGetInfo(Amp, &info));
+    if (builds < 0) builds = info.builds;
+    TEST_CHECK(PETSC_COMM_WORLD, info.builds == builds && info.value_builds == 0,
+               "%s: a change of read level rebuilt the copy (%" PetscInt64_FMT " builds, %" PetscInt64_FMT
+               " value-only)", label, info.builds, info.value_builds);
+    TEST_CHECK(PETSC_COMM_WORLD, info.segments == n && info.read_level == (level ? level : n),
+               "%s: MatAIJMPGetInfo says %" PetscInt_FMT " segments, read level %" PetscInt_FMT, label, info.segments,
+               info.read_level);
+    TEST_CHECK(PETSC_COMM_WORLD, info.lossy == ((level && level < n) ? PETSC_TRUE : PETSC_FALSE),
+               "%s: lossy flag %d", label, (int)info.lossy);
+    TEST_CHECK(PETSC_COMM_WORLD, info.rows[PETSCMP_FP64] > 0 && info.max_rel_error[PETSCMP_FP64] == 0.0,
+               "%s: the stored values are not the exact fp64 ones", label);
+    if (level == 0 || level == n) full_bytes = info.bytes;
+    else if (full_bytes > 0) /* the value bytes read shrink to level / n; the index bytes stay */
+      TEST_CHECK(PETSC_COMM_WORLD, info.bytes < full_bytes && info.bytes > (double)level / n * full_bytes,
+                 "%s: %g bytes read, at full level %g", label, info.bytes, full_bytes);
+  }
+  PetscCall(MatDestroy(&Aaij));
+  PetscCall(MatDestroy(&Amp));
+  PetscFunctionReturn(0);
+}
+
+/* Misuse gives PETSc errors, not crashes or silently ignored settings. */
+static PetscErrorCode CheckErrors(const TestMatOpts *o)
+{
+  Mat A, E;
+  Vec x, y;
+
+  PetscFunctionBeginUser;
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, o, &A));
+  PetscCall(MatCreateVecs(A, &x, &y));
+  PetscCall(VecSet(x, 1.0));
+  EXPECT_ERROR(MatAIJMPSetReadLevel(A, 5), "read level 5");
+  EXPECT_ERROR(MatAIJMPSetReadLevel(A, -1), "read level -1");
+  PetscCall(MatAIJMPSetReadLevel(A, 1)); /* lossless storage: the product refuses */
+  EXPECT_ERROR(MatMult(A, x, y), "read level 1 of lossless storage");
+  PetscCall(MatAIJMPSetStorage(A, MAT_AIJMP_SPLIT2));
+  PetscCall(MatAIJMPSetReadLevel(A, 3));
+  EXPECT_ERROR(MatMult(A, x, y), "read level 3 of split2");
+  PetscCall(MatAIJMPSetReadLevel(A, 1));
+  PetscCall(MatAIJMPSetKernel(A, MAT_AIJMP_KERNEL_AIJ));
+  EXPECT_ERROR(MatMult(A, x, y), "read level 1 with the AIJ kernel");
+  PetscCall(MatAIJMPSetKernel(A, MAT_AIJMP_KERNEL_AUTO));
+  PetscCall(MatMult(A, x, y)); /* the same matrix is usable again */
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &E)); /* (-mat_ellmp_storage split2: test petsc_ellmp_split_refused) */
+  PetscCall(MatSetSizes(E, PETSC_DECIDE, PETSC_DECIDE, o->M, o->N));
+  PetscCall(MatSetType(E, "ellmp"));
+  EXPECT_ERROR(MatELLMPSetStorage(E, MAT_AIJMP_SPLIT2), "ellmp with split2");
+  PetscCall(MatDestroy(&E));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  TestMatOpts o;
+  PetscInt    M = 240;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscMPInitializePackage());
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-M", &M, NULL));
+  TestMatOptsDefault(&o, M);
+  o.valuekind = VAL_FP64; /* values with all 53 bits: every segment matters */
+  for (int inode = 0; inode < 2; inode++) {
+    o.inode = inode ? PETSC_TRUE : PETSC_FALSE;
+    for (int s = 0; s < 2; s++) {
+      const MatAIJMPStorage storage = s ? MAT_AIJMP_SPLIT4 : MAT_AIJMP_SPLIT2;
+      for (MatAIJMPLayout layout = MAT_AIJMP_LAYOUT_AUTO; layout <= MAT_AIJMP_LAYOUT_NODE; layout++) {
+        char name[96];
+        PetscCall(PetscSNPrintf(name, sizeof name, "%s %s%s", MatAIJMPStorages[storage], MatAIJMPLayouts[layout],
+                                inode ? " inodes" : ""));
+        PetscCall(CheckLevels(&o, storage, layout, name));
+      }
+    }
+  }
+  o.inode = PETSC_FALSE;
+  PetscCall(CheckErrors(&o));
+  int rc = TestFinish();
+  PetscCall(PetscFinalize());
+  return rc;
+}
