@@ -24,7 +24,9 @@ static char help[] =
     "  -ellmp <bool>      also the ellmp table: AIJ, aijmp and ellmp in each of -ellmp_modes, alternated, with\n"
     "                     ellmp's memory (MatGetInfo and the process's resident memory) and build (default false)\n"
     "  -ellmp_modes <m1,..> the storage modes of the ellmp table (default lossless,fp32,fp16,bf16)\n"
-    "  -table <bool>      the aijmp table (default true; false with -ellmp: only the ellmp table)\n\n";
+    "  -table <bool>      the aijmp table (default true; false with -ellmp: only the ellmp table)\n"
+    "  -split <bool>      also the split-storage table: AIJ and every read level of split2 and split4, alternated\n"
+    "                     (default false)\n\n";
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -490,6 +492,83 @@ static PetscErrorCode ResidentBytes(MPI_Comm comm, double *bytes)
   PetscFunctionReturn(0);
 }
 
+/* Split storage (issue 11): for split2 and split4, AIJ and every read level of one aijmp copy, alternated in rotating
+   order (the level changes between products without a rebuild); medians. */
+static PetscErrorCode BenchSplit(const char *title, Mat A, PetscInt reps, double triad_gbs)
+{
+  MPI_Comm comm = PetscObjectComm((PetscObject)A);
+  MatInfo ainfo;
+  PetscInt M, N;
+  Vec x, y, yref, w;
+  Mat P;
+  double *t, tm;
+  PetscReal refnorm;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetSize(A, &M, &N));
+  PetscCall(MatGetInfo(A, MAT_GLOBAL_SUM, &ainfo));
+  const double nnz = ainfo.nz_used, vec_bytes = 8.0 * (double)(M + N);
+  PetscCall(MatCreateVecs(A, &x, &y));
+  PetscCall(VecDuplicate(y, &w));
+  PetscCall(VecDuplicate(y, &yref));
+  PetscCall(FillX(x));
+  PetscCall(MatMult(A, x, yref));
+  PetscCall(VecNorm(yref, NORM_2, &refnorm));
+  PetscCall(PetscMalloc1(5 * reps, &t));
+  PetscCall(PetscPrintf(comm,
+                        "\n=== split storage, %s: AIJ and each read level of one aijmp copy (MatAIJMPSetReadLevel, no "
+                        "rebuild), %" PetscInt_FMT " rounds in rotating order; medians ===\n",
+                        title, reps));
+  PetscCall(PetscPrintf(comm, "%-16s %9s %8s %8s %9s %10s %11s %12s\n", "variant", "ms(med)", "GB/s", "%triad",
+                        "vs AIJ", "bytes/nnz", "rel.err", "vs full read"));
+  for (int n = 2; n <= 4; n += 2) {
+    MatAIJMPInfo info[5];
+    double ms[5], aij_bytes = 0;
+    PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &P));
+    PetscCall(MatAIJMPSetStorage(P, n == 2 ? MAT_AIJMP_SPLIT2 : MAT_AIJMP_SPLIT4));
+    for (int level = 1; level <= n; level++) {
+      PetscCall(MatAIJMPSetReadLevel(P, level));
+      PetscCall(MatAIJMPGetInfo(P, &info[level]));
+      aij_bytes = info[level].aij_bytes;
+      PetscCall(MatMult(P, x, y)); /* warm-up */
+    }
+    for (PetscInt r = 0; r < reps; r++)
+      for (int s = 0; s <= n; s++) { /* variant 0: AIJ, k: read level k */
+        const int v = (int)((s + r) % (n + 1));
+        if (v == 0)
+          PetscCall(TimeMult(A, x, w, &tm));
+        else {
+          PetscCall(MatAIJMPSetReadLevel(P, v));
+          PetscCall(TimeMult(P, x, y, &tm));
+        }
+        t[v * reps + r] = tm;
+      }
+    for (int v = 0; v <= n; v++)
+      ms[v] = 1e3 * median(t + v * reps, reps);
+    for (int v = 0; v <= n; v++) {
+      char name[32];
+      double relerr = 0, bytes = v ? info[v].bytes : aij_bytes;
+      if (v) {
+        PetscCall(MatAIJMPSetReadLevel(P, v));
+        PetscCall(MatMult(P, x, y));
+        PetscCall(RelErr(y, yref, refnorm, w, &relerr));
+        PetscCall(PetscSNPrintf(name, sizeof name, "split%d read %d/%d", n, v, n));
+      } else
+        PetscCall(PetscStrcpy(name, "PETSc AIJ"));
+      const double gbs = (bytes + vec_bytes) / (ms[v] * 1e-3) / 1e9;
+      PetscCall(PetscPrintf(comm, "%-16s %9.2f %8.2f %7.1f%% %8.2fx %10.2f %11.3e %11.2fx\n", name, ms[v], gbs,
+                            100.0 * gbs / triad_gbs, ms[0] / ms[v], bytes / nnz, relerr, v ? ms[n] / ms[v] : 0.0));
+    }
+    PetscCall(MatDestroy(&P));
+  }
+  PetscCall(PetscFree(t));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&w));
+  PetscCall(VecDestroy(&yref));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode BenchEllmp(const char *title, Mat A, PetscInt reps, double triad_gbs)
 {
   MPI_Comm comm = PetscObjectComm((PetscObject)A);
@@ -573,7 +652,8 @@ int main(int argc, char **argv)
 {
   PetscInt n7 = 260, n27 = 167, nfem = 77, reps = 7, stream_mib = 512, stream_reps = 5, seed = 4242;
   PetscReal tol      = 1e-3;
-  PetscBool use_sell = PETSC_TRUE, has_file, ellmp = PETSC_FALSE, table = PETSC_TRUE, morton = PETSC_FALSE;
+  PetscBool use_sell = PETSC_TRUE, has_file, ellmp = PETSC_FALSE, table = PETSC_TRUE, morton = PETSC_FALSE,
+            split = PETSC_FALSE;
   char file[PETSC_MAX_PATH_LEN];
   PetscMPIInt size;
   double triad_gbs       = 0, t;
@@ -599,6 +679,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-ellmp", &ellmp, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-table", &table, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-morton", &morton, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-split", &split, NULL));
   {
     PetscInt n = MAXMODES;
     PetscBool set;
@@ -678,6 +759,7 @@ int main(int argc, char **argv)
         PetscSNPrintf(title, sizeof(title), "7-point Laplacian %" PetscInt_FMT "^3%s", n7, morton ? " Morton" : ""));
     if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
     if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
+    if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   if (n27 > 0) {
@@ -690,6 +772,7 @@ int main(int argc, char **argv)
         PetscSNPrintf(title, sizeof(title), "27-point random %" PetscInt_FMT "^3%s", n27, morton ? " Morton" : ""));
     if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
     if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
+    if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   if (nfem > 0) {
@@ -702,6 +785,7 @@ int main(int argc, char **argv)
                             "FEM-like bs 3, 27 nodes per row, fp64 values, %" PetscInt_FMT "^3 nodes", nfem));
     if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
     if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
+    if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   if (has_file) {
@@ -715,6 +799,7 @@ int main(int argc, char **argv)
     PetscCall(PetscSNPrintf(title, sizeof(title), "file %s", file));
     if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
     if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
+    if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
   PetscCall(PetscFinalize());
