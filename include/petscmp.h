@@ -319,4 +319,31 @@ PETSC_EXTERN PetscErrorCode PCAPBJacobiGetInfo(PC, PCAPBJacobiInfo *);
 
 PETSC_EXTERN PetscLogEvent PCAPBJACOBI_Detect, PCAPBJACOBI_Invert, PCAPBJACOBI_Select, PCAPBJACOBI_Apply;
 
+/* ---- KSPMPJACOBI: multi-precision Jacobi (Richardson) that reads only the precision it needs ---- */
+#include <petscksp.h>
+#define KSPMPJACOBI "mpjacobi"
+
+/*E
+   KSPMPJacobiStrategy - how `KSPMPJACOBI` chooses the read level (segments of each value, `MatAIJMPSetReadLevel()`)
+   of a split-storage operator
+
+$  KSP_MPJACOBI_RESIDUAL - start at the first level; every few iterations compare the residual with the part of it the
+$                          level's truncation causes (one product reading every segment), and step up one level where
+$                          the residual is within a factor of it, where it stopped decreasing, or where it meets the
+$                          tolerance at a reduced level (default)
+$  KSP_MPJACOBI_STEPS    - step up after given iteration counts or relative residuals (a thesis-style schedule)
+$  KSP_MPJACOBI_FULL     - always read every segment: plain damped Jacobi (KSPRICHARDSON) on the exact values
+
+   Level: intermediate
+
+.seealso: `KSPMPJACOBI`, `KSPMPJacobiSetStrategy()`
+E*/
+typedef enum { KSP_MPJACOBI_RESIDUAL, KSP_MPJACOBI_STEPS, KSP_MPJACOBI_FULL } KSPMPJacobiStrategy;
+PETSC_EXTERN const char *const KSPMPJacobiStrategies[];
+
+PETSC_EXTERN PetscErrorCode KSPMPJacobiSetStrategy(KSP, KSPMPJacobiStrategy);
+PETSC_EXTERN PetscErrorCode KSPMPJacobiGetStrategy(KSP, KSPMPJacobiStrategy *);
+PETSC_EXTERN PetscErrorCode KSPMPJacobiSetOmega(KSP, PetscReal);
+PETSC_EXTERN PetscErrorCode KSPMPJacobiGetLevelIterations(KSP, PetscInt *, PetscInt[]);
+
 #endif

@@ -1,6 +1,7 @@
 // The one registration file: types, root names, log events.
 #include "mat/aijmp/aijmpimpl.h"
 #include "mat/ellmp/ellmpimpl.h"
+#include "ksp/mpjacobi/mpjacobiimpl.h"
 #include "pc/apbjacobi/apbjacobiimpl.h"
 
 static PetscBool petscmp_package_initialized = PETSC_FALSE;
@@ -20,7 +21,8 @@ PetscErrorCode PetscMPFinalizePackage(void)
 }
 
 /*@C
-   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, `MATELLMP`, `PCAPBJACOBI`) and log events.
+   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, `MATELLMP`, `PCAPBJACOBI`, `KSPMPJACOBI`) and
+   log events.
 Programs that link libpetscmp call it after `PetscInitialize()`; with -dll_append PETSc calls it through
    `PetscDLLibraryRegister_petscmp()`.
 
@@ -51,6 +53,7 @@ PetscErrorCode PetscMPInitializePackage(void)
   PetscCall(PetscLogEventRegister("APBJInvert", PC_CLASSID, &PCAPBJACOBI_Invert));
   PetscCall(PetscLogEventRegister("APBJSelect", PC_CLASSID, &PCAPBJACOBI_Select));
   PetscCall(PetscLogEventRegister("APBJApply", PC_CLASSID, &PCAPBJACOBI_Apply));
+  PetscCall(KSPRegister(KSPMPJACOBI, KSPCreate_MPJacobi));
   PetscCall(PetscRegisterFinalize(PetscMPFinalizePackage));
   PetscFunctionReturn(0);
 }

@@ -1,0 +1,626 @@
+// KSPMPJACOBI: damped Jacobi (Richardson with the preconditioner, x <- x + omega B (b - A x)) that reads only
+// the part of each matrix value it needs. On a split-storage aijmp operator (split2, split4) the residual
+// products read the first segments of each value (MatAIJMPSetReadLevel); the level steps up as the iteration
+// needs more (strategy residual or steps). Convergence is only ever declared on a residual read at the full
+// level: a reduced level's residual that meets the tolerance is checked against the exact one first.
+// On any other operator this is KSPRICHARDSON, operation for operation (the same figures).
+#include <petsc/private/kspimpl.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "petscmp.h"
+#include "ksp/mpjacobi/mpjacobiimpl.h"
+
+const char *const KSPMPJacobiStrategies[] = {"residual",      "steps", "full", "KSPMPJacobiStrategy",
+                                             "KSP_MPJACOBI_", nullptr};
+
+namespace {
+
+constexpr int kMaxSegments = 4;
+constexpr int kMaxSteps    = kMaxSegments - 1;
+
+struct MPJacobi {
+  PetscReal omega              = 1.0;
+  KSPMPJacobiStrategy strategy = KSP_MPJACOBI_RESIDUAL;
+  PetscInt first_level         = 1;    // the level a solve starts at (residual, steps)
+  PetscInt check_every         = 10;   // residual: iterations between full-level checks at a reduced level
+  PetscReal attainable         = 10.0; // residual: step up where |r_L| <= attainable * |r - r_L|
+  PetscInt nsteps_its = 0, nsteps_rtol = 0;
+  PetscInt steps_its[kMaxSteps];   // steps: step up after this many iterations (cumulative)
+  PetscReal steps_rtol[kMaxSteps]; // steps: step up where |r| / |r0| <= this
+  PetscBool monitor = PETSC_FALSE;
+  // the last solve
+  PetscInt segments                     = 0; // of the operator's storage (0: not split)
+  PetscInt level_its[kMaxSegments]      = {};
+  PetscInt level_products[kMaxSegments] = {};
+  PetscInt full_checks                  = 0; // products at the full level made only to check a reduced level
+};
+
+MPJacobi *data_of(KSP ksp)
+{
+  return static_cast<MPJacobi *>(ksp->data);
+}
+
+// The segments of A's split storage, 0 when A is not a split-storage aijmp matrix.
+PetscErrorCode segments_of(Mat A, PetscInt *segments)
+{
+  MatAIJMPStorage storage;
+
+  PetscFunctionBegin;
+  PetscCall(MatAIJMPGetStorage(A, &storage)); // (other types: lossless)
+  *segments = storage == MAT_AIJMP_SPLIT2 ? 2 : storage == MAT_AIJMP_SPLIT4 ? 4 : 0;
+  PetscFunctionReturn(0);
+}
+
+// One solve's state: the operator, the level in use and the residual at that level.
+class Solve {
+public:
+  Solve(KSP ksp, Mat A) : ksp_(ksp), A_(A), d_(data_of(ksp)), next_check_(d_->check_every) {}
+
+  PetscInt level() const { return level_; }
+  PetscInt full() const { return d_->segments; }
+  bool reduced() const { return d_->segments > 0 && level_ < d_->segments; }
+
+  PetscErrorCode set_level(PetscInt level)
+  {
+    PetscFunctionBegin;
+    level_ = level;
+    if (d_->segments) PetscCall(MatAIJMPSetReadLevel(A_, level));
+    PetscFunctionReturn(0);
+  }
+  // r <- b - A x at the current level
+  PetscErrorCode residual(Vec x, Vec b, Vec r)
+  {
+    PetscFunctionBegin;
+    PetscCall(KSP_MatMult(ksp_, A_, x, r));
+    PetscCall(VecAYPX(r, -1.0, b));
+    d_->level_products[d_->segments ? level_ - 1 : 0]++;
+    PetscFunctionReturn(0);
+  }
+  // r_full <- b - A x read at the full level (the current level is kept)
+  PetscErrorCode full_residual(Vec x, Vec b, Vec r_full)
+  {
+    const PetscInt keep = level_;
+
+    PetscFunctionBegin;
+    PetscCall(set_level(full()));
+    PetscCall(residual(x, b, r_full));
+    d_->full_checks++;
+    PetscCall(set_level(keep));
+    PetscFunctionReturn(0);
+  }
+  // Steps up one level and recomputes r there (r_full: the full-level residual when already known).
+  PetscErrorCode step_up(PetscInt its, const char *why, Vec x, Vec b, Vec r, Vec r_full = nullptr)
+  {
+    PetscFunctionBegin;
+    if (d_->monitor)
+      PetscCall(PetscPrintf(PetscObjectComm((PetscObject)ksp_),
+                            "  mpjacobi iteration %" PetscInt_FMT ": read level %" PetscInt_FMT " -> %" PetscInt_FMT
+                            " of %" PetscInt_FMT " (%s)\n",
+                            its, level_, level_ + 1, full(), why));
+    PetscCall(set_level(level_ + 1));
+    if (r_full && level_ == full())
+      PetscCall(VecCopy(r_full, r));
+    else
+      PetscCall(residual(x, b, r));
+    since_step_    = 0;
+    last_check_    = -1;
+    last_check_at_ = 0;
+    next_check_    = data_of(ksp_)->check_every;
+    first_rate_    = -1;
+    PetscFunctionReturn(0);
+  }
+  // Counts an iteration at the current level.
+  void count_iteration()
+  {
+    d_->level_its[d_->segments ? level_ - 1 : 0]++;
+    since_step_++;
+  }
+  PetscInt since_step() const { return since_step_; }
+  PetscReal &last_check() { return last_check_; }
+  PetscInt &last_check_at() { return last_check_at_; }
+  PetscInt &next_check() { return next_check_; }
+  double &first_rate() { return first_rate_; }
+
+private:
+  KSP ksp_;
+  Mat A_;
+  MPJacobi *d_;
+  PetscInt level_         = 0;
+  PetscInt since_step_    = 0;
+  PetscReal last_check_   = -1; // |r_L| at the level's last check (residual strategy)
+  PetscInt last_check_at_ = 0;  // since_step_ at that check
+  PetscInt next_check_    = 0;  // since_step_ of the next check
+  double first_rate_      = -1; // the level's first measured rate of decrease per iteration
+};
+
+// The norm the convergence test sees (as KSPRICHARDSON computes it).
+PetscErrorCode residual_norm(KSP ksp, Vec r, Vec z, PetscReal *rnorm)
+{
+  PetscFunctionBegin;
+  if (ksp->normtype == KSP_NORM_UNPRECONDITIONED) {
+    PetscCall(VecNorm(r, NORM_2, rnorm));
+  } else if (ksp->normtype == KSP_NORM_PRECONDITIONED) {
+    PetscCall(KSP_PCApply(ksp, r, z));
+    PetscCall(VecNorm(z, NORM_2, rnorm));
+  } else
+    *rnorm = 0.0;
+  PetscFunctionReturn(0);
+}
+
+// At a reduced level the convergence test passed: the full-level residual decides. Converged there: the reason
+// stays; else the level steps up and the iteration goes on.
+PetscErrorCode confirm_at_full_level(KSP ksp, Solve &solve, PetscInt i, Vec x, Vec b, Vec r, Vec z, Vec w)
+{
+  PetscReal rnorm;
+
+  PetscFunctionBegin;
+  PetscCall(solve.full_residual(x, b, w));
+  PetscCall(residual_norm(ksp, w, z, &rnorm));
+  ksp->reason = KSP_CONVERGED_ITERATING;
+  ksp->rnorm  = rnorm;
+  PetscCall((*ksp->converged)(ksp, i, rnorm, &ksp->reason, ksp->cnvP));
+  if (ksp->reason) {
+    PetscCall(solve.set_level(solve.full()));
+    PetscCall(VecCopy(w, r));
+    PetscFunctionReturn(0);
+  }
+  PetscCall(solve.step_up(i, "its residual met the tolerance; the exact residual did not", x, b, r, w));
+  PetscFunctionReturn(0);
+}
+
+// Strategy residual, after an iteration at a reduced level: every check_every iterations, the part of the residual
+// the level's truncation causes, |(A - A_L) x| = |r - r_L|, is measured with one full-level product; the level
+// steps up where |r_L| is within `attainable` times it (more iterations at this level would mostly converge to the
+// truncated operator's solution) or where |r_L| did not decrease since the last check.
+PetscErrorCode residual_strategy_check(KSP ksp, Solve &solve, Vec x, Vec b, Vec r, Vec z, Vec w)
+{
+  MPJacobi *d = data_of(ksp);
+  PetscReal rn, delta;
+
+  PetscFunctionBegin;
+  if (!solve.reduced() || solve.since_step() < solve.next_check()) PetscFunctionReturn(0);
+  PetscCall(solve.full_residual(x, b, w));
+  PetscCall(VecNorm(r, NORM_2, &rn));
+  PetscCall(VecWAXPY(z, -1.0, w, r)); // z = r_L - r (z is free until the next iteration's PCApply)
+  PetscCall(VecNorm(z, NORM_2, &delta));
+  const PetscReal last  = solve.last_check();
+  const PetscInt window = solve.since_step() - solve.last_check_at();
+  solve.last_check()    = rn;
+  solve.last_check_at() = solve.since_step();
+  // The next check where the residual, decreasing at the rate of this window, would reach attainable * delta (the
+  // level's part changes little as x converges), at most 8 check_every on: a level exact for this matrix (delta 0)
+  // or one far from its limit costs few checks.
+  PetscInt next     = d->check_every;
+  const double rate = last > 0 && window > 0 ? std::pow((double)(rn / last), 1.0 / (double)window) : -1.0;
+  if (rate >= 0 && solve.first_rate() < 0) solve.first_rate() = rate;
+  // stagnation: no decrease, or a rate per iteration that lost three quarters of the level's first one (the
+  // residual of the truncated system at its rounding floor)
+  const bool stagnated =
+      rate >= 1.0 || (rate >= 0 && solve.first_rate() < 1.0 && rate > 1.0 - 0.25 * (1.0 - solve.first_rate()));
+  if (rate >= 0 && rate < 1.0) {
+    const double goal = (double)(d->attainable * delta);
+    const double its  = goal > 0 && goal < rn ? std::log(goal / (double)rn) / std::log(rate) : 8.0 * d->check_every;
+    next              = (PetscInt)std::max(1.0, std::min(its, 8.0 * d->check_every));
+  }
+  solve.next_check() = solve.since_step() + next;
+  if (rn <= d->attainable * delta) {
+    char why[128];
+    PetscCall(PetscSNPrintf(why, sizeof why, "residual %.3e within %g x the level's part %.3e", (double)rn,
+                            (double)d->attainable, (double)delta));
+    PetscCall(solve.step_up(ksp->its, why, x, b, r, w));
+  } else if (stagnated)
+    PetscCall(solve.step_up(ksp->its, "the residual stopped decreasing", x, b, r, w));
+  PetscFunctionReturn(0);
+}
+
+// Strategy steps: step up after the given iteration counts or relative residuals.
+PetscErrorCode steps_strategy_check(KSP ksp, Solve &solve, PetscReal rnorm0, Vec x, Vec b, Vec r)
+{
+  MPJacobi *d = data_of(ksp);
+
+  PetscFunctionBegin;
+  while (solve.reduced()) {
+    const PetscInt step = solve.level() - d->first_level; // the switch point of this level
+    bool due            = step < d->nsteps_its && ksp->its >= d->steps_its[step];
+    if (!due && step < d->nsteps_rtol && rnorm0 > 0) {
+      PetscReal rn;
+      PetscCall(VecNorm(r, NORM_2, &rn));
+      due = rn <= d->steps_rtol[step] * rnorm0;
+    }
+    if (!due) break;
+    PetscCall(solve.step_up(ksp->its, "scheduled step", x, b, r));
+  }
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode KSPSetUp_MPJacobi(KSP ksp)
+{
+  PC pc = ksp->pc;
+
+  PetscFunctionBegin;
+  if (!((PetscObject)pc)->type_name) PetscCall(PCSetType(pc, PCJACOBI)); // Jacobi by default
+  PetscCall(KSPSetWorkVecs(ksp, 3));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode KSPSolve_MPJacobi(KSP ksp)
+{
+  MPJacobi *d = data_of(ksp);
+  Mat A, P;
+  PetscBool diagonalscale;
+  PetscInt i, user_level = 0;
+  PetscReal rnorm = 0.0, rnorm0 = 0.0;
+
+  PetscFunctionBegin;
+  PetscCall(PCGetDiagonalScale(ksp->pc, &diagonalscale));
+  PetscCheck(!diagonalscale, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP,
+             "Krylov method %s does not support diagonal scaling", ((PetscObject)ksp)->type_name);
+  PetscCall(PCGetOperators(ksp->pc, &A, &P));
+  PetscCall(segments_of(A, &d->segments));
+  std::fill(d->level_its, d->level_its + kMaxSegments, 0);
+  std::fill(d->level_products, d->level_products + kMaxSegments, 0);
+  d->full_checks = 0;
+  if (d->segments) PetscCall(MatAIJMPGetReadLevel(A, &user_level));
+  PetscCheck(!d->segments || d->first_level <= d->segments, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE,
+             "-ksp_mpjacobi_first_level %" PetscInt_FMT " exceeds the %" PetscInt_FMT " segments of the operator",
+             d->first_level, d->segments);
+
+  Solve solve(ksp, A);
+  Vec x = ksp->vec_sol, b = ksp->vec_rhs, r = ksp->work[0], z = ksp->work[1], w = ksp->work[2];
+  // the initial residual is read exactly (the tolerance is relative to it)
+  PetscCall(solve.set_level(d->segments));
+  ksp->its = 0;
+  if (!ksp->guess_zero)
+    PetscCall(solve.residual(x, b, r));
+  else
+    PetscCall(VecCopy(b, r));
+  // a strategy needs norms to judge by; without them (KSP_NORM_NONE) the full level is read
+  const bool adaptive = d->segments && d->strategy != KSP_MPJACOBI_FULL &&
+                        (ksp->normtype != KSP_NORM_NONE || d->strategy == KSP_MPJACOBI_STEPS);
+  if (adaptive && d->first_level < d->segments) {
+    PetscCall(VecNorm(r, NORM_2, &rnorm0));
+    PetscCall(solve.set_level(d->first_level));
+    if (!ksp->guess_zero) PetscCall(solve.residual(x, b, r));
+  }
+
+  for (i = 0; i < ksp->max_it; i++) {
+    PetscCall(residual_norm(ksp, r, z, &rnorm));
+    KSPCheckNorm(ksp, rnorm);
+    ksp->rnorm = rnorm;
+    PetscCall(KSPMonitor(ksp, i, rnorm));
+    PetscCall(KSPLogResidualHistory(ksp, rnorm));
+    PetscCall((*ksp->converged)(ksp, i, rnorm, &ksp->reason, ksp->cnvP));
+    bool r_changed = false; // since its norm (and z = B r for the preconditioned norm) was computed
+    if (ksp->reason > 0 && solve.reduced()) {
+      PetscCall(confirm_at_full_level(ksp, solve, i, x, b, r, z, w));
+      r_changed = true;
+    }
+    if (ksp->reason) break;
+    if (ksp->normtype != KSP_NORM_PRECONDITIONED || r_changed) PetscCall(KSP_PCApply(ksp, r, z));
+    PetscCall(VecAXPY(x, d->omega, z));
+    ksp->its++;
+    solve.count_iteration();
+    if (i + 1 < ksp->max_it || ksp->normtype != KSP_NORM_NONE) {
+      PetscCall(solve.residual(x, b, r));
+      if (adaptive && d->strategy == KSP_MPJACOBI_RESIDUAL)
+        PetscCall(residual_strategy_check(ksp, solve, x, b, r, z, w));
+      if (adaptive && d->strategy == KSP_MPJACOBI_STEPS) PetscCall(steps_strategy_check(ksp, solve, rnorm0, x, b, r));
+    }
+  }
+  if (!ksp->reason) {
+    if (solve.reduced() && ksp->normtype != KSP_NORM_NONE) { // the last figures are exact ones
+      PetscCall(solve.set_level(d->segments));
+      PetscCall(solve.residual(x, b, r));
+    }
+    PetscCall(residual_norm(ksp, r, z, &rnorm));
+    KSPCheckNorm(ksp, rnorm);
+    ksp->rnorm = rnorm;
+    PetscCall(KSPLogResidualHistory(ksp, rnorm));
+    PetscCall(KSPMonitor(ksp, i, rnorm));
+    if (ksp->its >= ksp->max_it) {
+      if (ksp->normtype != KSP_NORM_NONE) {
+        PetscCall((*ksp->converged)(ksp, i, rnorm, &ksp->reason, ksp->cnvP));
+        if (!ksp->reason) ksp->reason = KSP_DIVERGED_ITS;
+      } else
+        ksp->reason = KSP_CONVERGED_ITS;
+    }
+  }
+  if (d->segments) PetscCall(MatAIJMPSetReadLevel(A, user_level)); // the operator as the user left it
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode KSPView_MPJacobi(KSP ksp, PetscViewer viewer)
+{
+  MPJacobi *d = data_of(ksp);
+  PetscBool ascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (!ascii) PetscFunctionReturn(0);
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  damping factor omega %g; read-level strategy %s", (double)d->omega,
+                                   KSPMPJacobiStrategies[d->strategy]));
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+  if (d->strategy == KSP_MPJACOBI_RESIDUAL)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     " (from level %" PetscInt_FMT "; a full-level check every %" PetscInt_FMT
+                                     " iterations; step up where the residual is within %g x the level's part)",
+                                     d->first_level, d->check_every, (double)d->attainable));
+  if (d->strategy == KSP_MPJACOBI_STEPS) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, " (from level %" PetscInt_FMT "; after iterations", d->first_level));
+    for (PetscInt k = 0; k < d->nsteps_its; k++)
+      PetscCall(PetscViewerASCIIPrintf(viewer, " %" PetscInt_FMT, d->steps_its[k]));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "; at relative residuals"));
+    for (PetscInt k = 0; k < d->nsteps_rtol; k++)
+      PetscCall(PetscViewerASCIIPrintf(viewer, " %g", (double)d->steps_rtol[k]));
+    PetscCall(PetscViewerASCIIPrintf(viewer, ")"));
+  }
+  PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
+  if (!d->segments) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: the operator is not split storage: every value read whole "
+                                             "(as KSPRICHARDSON)\n"));
+    PetscFunctionReturn(0);
+  }
+  PetscInt products = 0;
+  double share      = 0;
+  for (PetscInt l = 0; l < d->segments; l++) {
+    products += d->level_products[l];
+    share += (double)d->level_products[l] * (double)(l + 1) / (double)d->segments;
+  }
+  PetscCall(PetscViewerASCIIPrintf(
+      viewer, "  last solve, split storage of %" PetscInt_FMT " segments: iterations per read level", d->segments));
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+  for (PetscInt l = 0; l < d->segments; l++)
+    PetscCall(PetscViewerASCIIPrintf(viewer, " %" PetscInt_FMT ": %" PetscInt_FMT, l + 1, d->level_its[l]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
+  PetscCall(PetscViewerASCIIPrintf(viewer,
+                                   "  %" PetscInt_FMT " products (%" PetscInt_FMT
+                                   " of them full-level checks) read %.1f%% of the value bytes of as many fp64 "
+                                   "reads, %.1f%% of those of one fp64 product per iteration\n",
+                                   products, d->full_checks, products ? 100.0 * share / (double)products : 0.0,
+                                   100.0 * share / (double)(ksp->its + 1)));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode KSPSetFromOptions_MPJacobi(KSP ksp, PetscOptionItems *PetscOptionsObject)
+{
+  MPJacobi *d = data_of(ksp);
+  PetscInt n;
+  PetscBool flg;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "KSP multi-precision Jacobi options");
+  PetscCall(PetscOptionsReal("-ksp_mpjacobi_omega", "Damping factor omega of x <- x + omega B (b - A x)",
+                             "KSPMPJacobiSetOmega", d->omega, &d->omega, nullptr));
+  PetscCall(PetscOptionsEnum("-ksp_mpjacobi_strategy", "How the read level of a split-storage operator is chosen",
+                             "KSPMPJacobiSetStrategy", KSPMPJacobiStrategies, (PetscEnum)d->strategy,
+                             (PetscEnum *)&d->strategy, nullptr));
+  PetscCall(PetscOptionsInt("-ksp_mpjacobi_first_level", "Read level a solve starts at (segments of each value)",
+                            "KSPMPJACOBI", d->first_level, &d->first_level, nullptr));
+  PetscCall(PetscOptionsInt("-ksp_mpjacobi_check_every",
+                            "Strategy residual: iterations between full-level checks of a reduced level", "KSPMPJACOBI",
+                            d->check_every, &d->check_every, nullptr));
+  PetscCall(PetscOptionsReal("-ksp_mpjacobi_attainable_factor",
+                             "Strategy residual: step up where |r_L| <= factor * |(A - A_L) x| (0: only on stagnation "
+                             "or at the tolerance)",
+                             "KSPMPJACOBI", d->attainable, &d->attainable, nullptr));
+  n = kMaxSteps;
+  PetscCall(PetscOptionsIntArray("-ksp_mpjacobi_steps_its",
+                                 "Strategy steps: step up one level after these iteration counts (cumulative)",
+                                 "KSPMPJACOBI", d->steps_its, &n, &flg));
+  if (flg) d->nsteps_its = n;
+  n = kMaxSteps;
+  PetscCall(PetscOptionsRealArray("-ksp_mpjacobi_steps_rtol",
+                                  "Strategy steps: step up one level where |r| / |r0| falls to these values",
+                                  "KSPMPJACOBI", d->steps_rtol, &n, &flg));
+  if (flg) d->nsteps_rtol = n;
+  PetscCall(PetscOptionsBool("-ksp_mpjacobi_monitor", "Print each change of read level and why", "KSPMPJACOBI",
+                             d->monitor, &d->monitor, nullptr));
+  PetscOptionsHeadEnd();
+  MPI_Comm comm = PetscObjectComm((PetscObject)ksp);
+  PetscCheck(d->omega > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-ksp_mpjacobi_omega must be positive, not %g",
+             (double)d->omega);
+  PetscCheck(d->first_level >= 1 && d->first_level <= kMaxSegments, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-ksp_mpjacobi_first_level is a number of segments, 1 to 4, not %" PetscInt_FMT, d->first_level);
+  PetscCheck(d->check_every >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-ksp_mpjacobi_check_every must be at least 1, not %" PetscInt_FMT, d->check_every);
+  PetscCheck(d->attainable >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "-ksp_mpjacobi_attainable_factor must be nonnegative, not %g", (double)d->attainable);
+  for (PetscInt k = 0; k < d->nsteps_its; k++)
+    PetscCheck(d->steps_its[k] >= 0 && (k == 0 || d->steps_its[k] >= d->steps_its[k - 1]), comm,
+               PETSC_ERR_ARG_OUTOFRANGE, "-ksp_mpjacobi_steps_its must be nondecreasing iteration counts");
+  for (PetscInt k = 0; k < d->nsteps_rtol; k++)
+    PetscCheck(d->steps_rtol[k] >= 0 && d->steps_rtol[k] < 1, comm, PETSC_ERR_ARG_OUTOFRANGE,
+               "-ksp_mpjacobi_steps_rtol values are relative residuals in [0, 1), not %g", (double)d->steps_rtol[k]);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode KSPDestroy_MPJacobi(KSP ksp)
+{
+  PetscFunctionBegin;
+  delete data_of(ksp);
+  ksp->data = nullptr;
+  PetscCall(KSPDestroyDefault(ksp));
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+/*MC
+   KSPMPJACOBI - "mpjacobi": damped Jacobi (Richardson) iteration x <- x + omega B (b - A x) whose products read only
+   the precision they need from a split-storage operator
+
+   Options Database Keys:
++  -ksp_mpjacobi_omega <1> - the damping factor
+.  -ksp_mpjacobi_strategy <residual,steps,full> - how the read level is chosen (`KSPMPJacobiStrategy`)
+.  -ksp_mpjacobi_first_level <1> - the level a solve starts at
+.  -ksp_mpjacobi_check_every <10> - residual: iterations between full-level checks
+.  -ksp_mpjacobi_attainable_factor <10> - residual: step up where |r_L| <= factor |(A - A_L) x|
+.  -ksp_mpjacobi_steps_its <i1,i2,i3> - steps: step up after these iteration counts
+.  -ksp_mpjacobi_steps_rtol <t1,t2,t3> - steps: step up where |r|/|r0| falls to these
+-  -ksp_mpjacobi_monitor - print each change of level and its reason
+
+   Notes:
+   B is the preconditioner: `PCJACOBI` (the default here) gives Jacobi's D^-1 from the exact diagonal, `PCAPBJACOBI`
+   block Jacobi. The operator should be `MATAIJMP` with storage `MAT_AIJMP_SPLIT2` or `MAT_AIJMP_SPLIT4`: its products
+   then read the first L segments of each value (a relative change below 2^-(64 L / n - 12)), and L rises as the
+   strategy decides. Reading at level L the iteration converges toward the solution of the truncated operator A_L; the
+   true residual stalls near |(A - A_L) x|, which the residual strategy measures (one product at the full level every
+   check_every iterations) to step up in time. Convergence is declared only on a residual read at the full level:
+   where a reduced level's residual meets the tolerance, the full-level residual is computed and decides. The initial
+   residual and the last one are read at the full level. With `KSP_NORM_NONE` (a multigrid smoother) the residual
+   strategy has no norms to judge by and reads every segment. The operator's own read level is restored after each
+   solve. On other operators the iteration is `KSPRICHARDSON`'s with scale omega, operation for operation.
+   Norm types: unpreconditioned (default), preconditioned, none.
+
+   Level: intermediate
+
+.seealso: `KSPMPJacobiSetStrategy()`, `MatAIJMPSetReadLevel()`, `MATAIJMP`, `KSPRICHARDSON`
+M*/
+PETSC_INTERN PetscErrorCode KSPCreate_MPJacobi(KSP ksp)
+{
+  PetscFunctionBegin;
+  ksp->data = new MPJacobi();
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 3));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 2));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
+  ksp->ops->setup          = KSPSetUp_MPJacobi;
+  ksp->ops->solve          = KSPSolve_MPJacobi;
+  ksp->ops->destroy        = KSPDestroy_MPJacobi;
+  ksp->ops->view           = KSPView_MPJacobi;
+  ksp->ops->setfromoptions = KSPSetFromOptions_MPJacobi;
+  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
+  ksp->ops->buildresidual  = KSPBuildResidualDefault;
+  PetscFunctionReturn(0);
+}
+
+static PetscErrorCode KSPMPJacobiData(KSP ksp, MPJacobi **d)
+{
+  PetscBool same;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPMPJACOBI, &same));
+  *d = same ? data_of(ksp) : nullptr;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   KSPMPJacobiSetStrategy - Sets how `KSPMPJACOBI` chooses the read level of a split-storage operator
+
+   Logically Collective
+
+   Input Parameters:
++  ksp - the solver
+-  strategy - see `KSPMPJacobiStrategy`
+
+   Options Database Key:
+.  -ksp_mpjacobi_strategy <residual,steps,full> - the strategy
+
+   Notes:
+   Solvers of other types ignore this call.
+
+   Level: intermediate
+
+.seealso: `KSPMPJACOBI`, `KSPMPJacobiStrategy`
+@*/
+PetscErrorCode KSPMPJacobiSetStrategy(KSP ksp, KSPMPJacobiStrategy strategy)
+{
+  MPJacobi *d = nullptr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscCheck(strategy >= KSP_MPJACOBI_RESIDUAL && strategy <= KSP_MPJACOBI_FULL, PetscObjectComm((PetscObject)ksp),
+             PETSC_ERR_ARG_OUTOFRANGE, "Unknown mpjacobi strategy %d", (int)strategy);
+  PetscCall(KSPMPJacobiData(ksp, &d));
+  if (d) d->strategy = strategy;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   KSPMPJacobiGetStrategy - Gets the read-level strategy of a `KSPMPJACOBI`
+
+   Not Collective
+
+   Input Parameter:
+.  ksp - the solver
+
+   Output Parameter:
+.  strategy - the strategy (`KSP_MPJACOBI_FULL` for solvers of other types)
+
+   Level: intermediate
+
+.seealso: `KSPMPJacobiSetStrategy()`
+@*/
+PetscErrorCode KSPMPJacobiGetStrategy(KSP ksp, KSPMPJacobiStrategy *strategy)
+{
+  MPJacobi *d = nullptr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscCall(KSPMPJacobiData(ksp, &d));
+  *strategy = d ? d->strategy : KSP_MPJACOBI_FULL;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   KSPMPJacobiSetOmega - Sets the damping factor omega of `KSPMPJACOBI`'s update x <- x + omega B (b - A x)
+
+   Logically Collective
+
+   Input Parameters:
++  ksp - the solver
+-  omega - the factor (positive; default 1)
+
+   Options Database Key:
+.  -ksp_mpjacobi_omega <omega> - the factor
+
+   Level: intermediate
+
+.seealso: `KSPMPJACOBI`
+@*/
+PetscErrorCode KSPMPJacobiSetOmega(KSP ksp, PetscReal omega)
+{
+  MPJacobi *d = nullptr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscCheck(omega > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE,
+             "The mpjacobi damping factor must be positive, not %g", (double)omega);
+  PetscCall(KSPMPJacobiData(ksp, &d));
+  if (d) d->omega = omega;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   KSPMPJacobiGetLevelIterations - Gets how many iterations the last `KSPMPJACOBI` solve did at each read level
+
+   Not Collective
+
+   Input Parameter:
+.  ksp - the solver
+
+   Output Parameters:
++  segments - the segments of the operator's split storage (0: not split; its[0] then counts every iteration)
+-  its - its[l - 1] is the number of iterations whose residual was read at level l, l = 1..segments (room for 4)
+
+   Level: advanced
+
+.seealso: `KSPMPJACOBI`
+@*/
+PetscErrorCode KSPMPJacobiGetLevelIterations(KSP ksp, PetscInt *segments, PetscInt its[])
+{
+  MPJacobi *d = nullptr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscCall(KSPMPJacobiData(ksp, &d));
+  PetscCheck(d, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_WRONG,
+             "KSPMPJacobiGetLevelIterations() needs a KSP of type mpjacobi");
+  *segments = d->segments;
+  for (int l = 0; l < kMaxSegments; l++)
+    its[l] = d->level_its[l];
+  PetscFunctionReturn(0);
+}
