@@ -753,7 +753,7 @@ int main(int argc, char **argv)
     char title[64];
     PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
     t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n7, PETSC_FALSE, morton, seed, &A));
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n7, PETSC_FALSE, morton, 27.0, seed, &A));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 7-point Laplacian in %.1f s\n", MPI_Wtime() - t));
     PetscCall(
         PetscSNPrintf(title, sizeof(title), "7-point Laplacian %" PetscInt_FMT "^3%s", n7, morton ? " Morton" : ""));
@@ -766,7 +766,7 @@ int main(int argc, char **argv)
     char title[64];
     PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
     t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n27, PETSC_TRUE, morton, seed, &A));
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n27, PETSC_TRUE, morton, 27.0, seed, &A));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 27-point random operator in %.1f s\n", MPI_Wtime() - t));
     PetscCall(
         PetscSNPrintf(title, sizeof(title), "27-point random %" PetscInt_FMT "^3%s", n27, morton ? " Morton" : ""));

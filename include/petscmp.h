@@ -346,4 +346,7 @@ PETSC_EXTERN PetscErrorCode KSPMPJacobiGetStrategy(KSP, KSPMPJacobiStrategy *);
 PETSC_EXTERN PetscErrorCode KSPMPJacobiSetOmega(KSP, PetscReal);
 PETSC_EXTERN PetscErrorCode KSPMPJacobiGetLevelIterations(KSP, PetscInt *, PetscInt[]);
 
+/* ---- KSPMPRELAX: relaxed-precision Krylov (an inner KSP whose products read fewer segments as it converges) ---- */
+#define KSPMPRELAX "mprelax"
+
 #endif

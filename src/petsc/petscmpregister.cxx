@@ -2,6 +2,7 @@
 #include "mat/aijmp/aijmpimpl.h"
 #include "mat/ellmp/ellmpimpl.h"
 #include "ksp/mpjacobi/mpjacobiimpl.h"
+#include "ksp/mprelax/mprelaximpl.h"
 #include "pc/apbjacobi/apbjacobiimpl.h"
 
 static PetscBool petscmp_package_initialized = PETSC_FALSE;
@@ -21,7 +22,8 @@ PetscErrorCode PetscMPFinalizePackage(void)
 }
 
 /*@C
-   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, `MATELLMP`, `PCAPBJACOBI`, `KSPMPJACOBI`) and
+   PetscMPInitializePackage - Registers the petscmp types (`MATAIJMP`, `MATELLMP`, `PCAPBJACOBI`, `KSPMPJACOBI`,
+   `KSPMPRELAX`) and
    log events.
 Programs that link libpetscmp call it after `PetscInitialize()`; with -dll_append PETSc calls it through
    `PetscDLLibraryRegister_petscmp()`.
@@ -54,6 +56,7 @@ PetscErrorCode PetscMPInitializePackage(void)
   PetscCall(PetscLogEventRegister("APBJSelect", PC_CLASSID, &PCAPBJACOBI_Select));
   PetscCall(PetscLogEventRegister("APBJApply", PC_CLASSID, &PCAPBJACOBI_Apply));
   PetscCall(KSPRegister(KSPMPJACOBI, KSPCreate_MPJacobi));
+  PetscCall(KSPRegister(KSPMPRELAX, KSPCreate_MPRelax));
   PetscCall(PetscRegisterFinalize(PetscMPFinalizePackage));
   PetscFunctionReturn(0);
 }

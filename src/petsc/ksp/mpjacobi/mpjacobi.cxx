@@ -56,7 +56,7 @@ PetscErrorCode segments_of(Mat A, PetscInt *segments)
 // One solve's state: the operator, the level in use and the residual at that level.
 class Solve {
 public:
-  Solve(KSP ksp, Mat A) : ksp_(ksp), A_(A), d_(data_of(ksp)), next_check_(d_->check_every) {}
+  Solve(KSP ksp, Mat A) : ksp_(ksp), A_(A), d_(data_of(ksp)) {}
 
   PetscInt level() const { return level_; }
   PetscInt full() const { return d_->segments; }
@@ -90,8 +90,10 @@ public:
     PetscCall(set_level(keep));
     PetscFunctionReturn(0);
   }
-  // Steps up one level and recomputes r there (r_full: the full-level residual when already known).
-  PetscErrorCode step_up(PetscInt its, const char *why, Vec x, Vec b, Vec r, Vec r_full = nullptr)
+  // Steps up one level, before the residual is computed (r == nullptr) or recomputing r there (r_full: the
+  // full-level residual when already known).
+  PetscErrorCode step_up(PetscInt its, const char *why, Vec x = nullptr, Vec b = nullptr, Vec r = nullptr,
+                         Vec r_full = nullptr)
   {
     PetscFunctionBegin;
     if (d_->monitor)
@@ -100,17 +102,24 @@ public:
                             " of %" PetscInt_FMT " (%s)\n",
                             its, level_, level_ + 1, full(), why));
     PetscCall(set_level(level_ + 1));
-    if (r_full && level_ == full())
+    if (r && r_full && level_ == full())
       PetscCall(VecCopy(r_full, r));
-    else
+    else if (r)
       PetscCall(residual(x, b, r));
-    since_step_    = 0;
-    last_check_    = -1;
-    last_check_at_ = 0;
-    next_check_    = data_of(ksp_)->check_every;
-    first_rate_    = -1;
+    since_step_ = 0;
+    rn_prev_ = window_rn_ = rate_ = -1;
+    next_check_                   = 8 * d_->check_every; // (the levels' parts are estimated: no check at once)
     PetscFunctionReturn(0);
   }
+  // Residual strategy: the part |(A - A_L) x| of the residual that reading L segments causes, measured at `level`
+  // and estimated at the others (each further segment divides it by 2^(64 / segments), the bits it adds).
+  void set_level_parts(PetscInt level, PetscReal delta)
+  {
+    const double per_segment = std::ldexp(1.0, -(int)(64 / full()));
+    for (PetscInt l = 1; l <= full(); ++l)
+      part_[l - 1] = (PetscReal)(delta * std::pow(per_segment, (double)(l - level)));
+  }
+  PetscReal part() const { return level_ >= 1 ? part_[level_ - 1] : -1; }
   // Counts an iteration at the current level.
   void count_iteration()
   {
@@ -118,21 +127,23 @@ public:
     since_step_++;
   }
   PetscInt since_step() const { return since_step_; }
-  PetscReal &last_check() { return last_check_; }
-  PetscInt &last_check_at() { return last_check_at_; }
+  PetscReal &rn_prev() { return rn_prev_; }
+  PetscReal &window_rn() { return window_rn_; }
+  double &rate() { return rate_; }
   PetscInt &next_check() { return next_check_; }
-  double &first_rate() { return first_rate_; }
 
 private:
   KSP ksp_;
   Mat A_;
   MPJacobi *d_;
-  PetscInt level_         = 0;
-  PetscInt since_step_    = 0;
-  PetscReal last_check_   = -1; // |r_L| at the level's last check (residual strategy)
-  PetscInt last_check_at_ = 0;  // since_step_ at that check
-  PetscInt next_check_    = 0;  // since_step_ of the next check
-  double first_rate_      = -1; // the level's first measured rate of decrease per iteration
+  PetscInt level_      = 0;
+  PetscInt since_step_ = 0;
+  // residual strategy
+  PetscReal part_[kMaxSegments] = {-1, -1, -1, -1}; // |(A - A_L) x| per level, measured or estimated (< 0: unknown)
+  PetscReal rn_prev_            = -1;               // |r_L| after the previous iteration at this level
+  PetscReal window_rn_          = -1;               // |r_L| check_every iterations ago (stagnation)
+  double rate_                  = -1;               // the last reduction per iteration of |r_L|
+  PetscInt next_check_          = 1;                // since_step_ of the next measurement of the level's part
 };
 
 // The norm the convergence test sees (as KSPRICHARDSON computes it).
@@ -170,48 +181,61 @@ PetscErrorCode confirm_at_full_level(KSP ksp, Solve &solve, PetscInt i, Vec x, V
   PetscFunctionReturn(0);
 }
 
-// Strategy residual, after an iteration at a reduced level: every check_every iterations, the part of the residual
-// the level's truncation causes, |(A - A_L) x| = |r - r_L|, is measured with one full-level product; the level
-// steps up where |r_L| is within `attainable` times it (more iterations at this level would mostly converge to the
-// truncated operator's solution) or where |r_L| did not decrease since the last check.
+// Strategy residual. The part of the residual that reading L segments causes, |(A - A_L) x| = |r - r_L|, is
+// measured with one full-level product after the first iteration at a reduced level and every 8 check_every
+// iterations at a level (x changes), and estimated for the other levels from it. The level steps up where |r_L| is
+// within `attainable` times that part (more iterations at this level would converge to the truncated operator's
+// solution, not to A's) or where |r_L| did not decrease over check_every iterations.
+// Before the residual of an iteration is computed: step up already where the last rate predicts it (the residual is
+// then read once, at the new level).
+PetscErrorCode residual_strategy_predict(KSP ksp, Solve &solve)
+{
+  MPJacobi *d = data_of(ksp);
+
+  PetscFunctionBegin;
+  if (!solve.reduced() || solve.part() < 0 || solve.rn_prev() < 0 || !(solve.rate() > 0 && solve.rate() < 1))
+    PetscFunctionReturn(0);
+  const double predicted = solve.rn_prev() * solve.rate();
+  if (predicted <= d->attainable * solve.part()) {
+    char why[128];
+    PetscCall(PetscSNPrintf(why, sizeof why, "residual predicted %.3e, within %g x the level's part %.3e", predicted,
+                            (double)d->attainable, (double)solve.part()));
+    PetscCall(solve.step_up(ksp->its, why));
+  }
+  PetscFunctionReturn(0);
+}
+
+// After the residual r_L of an iteration is computed.
 PetscErrorCode residual_strategy_check(KSP ksp, Solve &solve, Vec x, Vec b, Vec r, Vec z, Vec w)
 {
   MPJacobi *d = data_of(ksp);
-  PetscReal rn, delta;
+  PetscReal rn, delta = -1;
 
   PetscFunctionBegin;
-  if (!solve.reduced() || solve.since_step() < solve.next_check()) PetscFunctionReturn(0);
-  PetscCall(solve.full_residual(x, b, w));
+  if (!solve.reduced()) PetscFunctionReturn(0);
   PetscCall(VecNorm(r, NORM_2, &rn));
-  PetscCall(VecWAXPY(z, -1.0, w, r)); // z = r_L - r (z is free until the next iteration's PCApply)
-  PetscCall(VecNorm(z, NORM_2, &delta));
-  const PetscReal last  = solve.last_check();
-  const PetscInt window = solve.since_step() - solve.last_check_at();
-  solve.last_check()    = rn;
-  solve.last_check_at() = solve.since_step();
-  // The next check where the residual, decreasing at the rate of this window, would reach attainable * delta (the
-  // level's part changes little as x converges), at most 8 check_every on: a level exact for this matrix (delta 0)
-  // or one far from its limit costs few checks.
-  PetscInt next     = d->check_every;
-  const double rate = last > 0 && window > 0 ? std::pow((double)(rn / last), 1.0 / (double)window) : -1.0;
-  if (rate >= 0 && solve.first_rate() < 0) solve.first_rate() = rate;
-  // stagnation: no decrease, or a rate per iteration that lost three quarters of the level's first one (the
-  // residual of the truncated system at its rounding floor)
-  const bool stagnated =
-      rate >= 1.0 || (rate >= 0 && solve.first_rate() < 1.0 && rate > 1.0 - 0.25 * (1.0 - solve.first_rate()));
-  if (rate >= 0 && rate < 1.0) {
-    const double goal = (double)(d->attainable * delta);
-    const double its  = goal > 0 && goal < rn ? std::log(goal / (double)rn) / std::log(rate) : 8.0 * d->check_every;
-    next              = (PetscInt)std::max(1.0, std::min(its, 8.0 * d->check_every));
+  if (solve.rn_prev() > 0) solve.rate() = (double)(rn / solve.rn_prev());
+  solve.rn_prev()    = rn;
+  const bool measure = solve.part() < 0 || solve.since_step() >= solve.next_check();
+  if (measure) {
+    PetscCall(solve.full_residual(x, b, w));
+    PetscCall(VecWAXPY(z, -1.0, w, r)); // z = r_L - r (z is free until the next iteration's PCApply)
+    PetscCall(VecNorm(z, NORM_2, &delta));
+    solve.set_level_parts(solve.level(), delta);
+    solve.next_check() = solve.since_step() + 8 * d->check_every;
   }
-  solve.next_check() = solve.since_step() + next;
-  if (rn <= d->attainable * delta) {
+  bool stagnated = false;
+  if (solve.since_step() % d->check_every == 0) {
+    stagnated         = solve.window_rn() >= 0 && rn >= solve.window_rn();
+    solve.window_rn() = rn;
+  }
+  if (rn <= d->attainable * solve.part()) {
     char why[128];
-    PetscCall(PetscSNPrintf(why, sizeof why, "residual %.3e within %g x the level's part %.3e", (double)rn,
-                            (double)d->attainable, (double)delta));
-    PetscCall(solve.step_up(ksp->its, why, x, b, r, w));
+    PetscCall(PetscSNPrintf(why, sizeof why, "residual %.3e within %g x the level's part %.3e%s", (double)rn,
+                            (double)d->attainable, (double)solve.part(), measure ? "" : " (estimated)"));
+    PetscCall(solve.step_up(ksp->its, why, x, b, r, measure ? w : nullptr));
   } else if (stagnated)
-    PetscCall(solve.step_up(ksp->its, "the residual stopped decreasing", x, b, r, w));
+    PetscCall(solve.step_up(ksp->its, "the residual stopped decreasing", x, b, r, measure ? w : nullptr));
   PetscFunctionReturn(0);
 }
 
@@ -303,6 +327,7 @@ PetscErrorCode KSPSolve_MPJacobi(KSP ksp)
     ksp->its++;
     solve.count_iteration();
     if (i + 1 < ksp->max_it || ksp->normtype != KSP_NORM_NONE) {
+      if (adaptive && d->strategy == KSP_MPJACOBI_RESIDUAL) PetscCall(residual_strategy_predict(ksp, solve));
       PetscCall(solve.residual(x, b, r));
       if (adaptive && d->strategy == KSP_MPJACOBI_RESIDUAL)
         PetscCall(residual_strategy_check(ksp, solve, x, b, r, z, w));

@@ -1,0 +1,168 @@
+static char help[] =
+    "KSPMPJACOBI benchmark: Jacobi iterations to a relative true residual on the 27-point operator, AIJ with\n"
+    "KSPRICHARDSON + PCJACOBI against KSPMPJACOBI on split-storage aijmp copies, each strategy, alternated in one "
+    "run.\n"
+    "  -n27 <int>       grid points per direction (default 167: 125M nonzeros, 1.5 GB of AIJ)\n"
+    "  -diag <real>     diagonal of the operator: diag + uniform[-1, 1] (default 16; 27 converges in a few "
+    "iterations,\n"
+    "                   smaller values slower)\n"
+    "  -rtol <real>     relative true residual to reach (default 1e-8)\n"
+    "  -reps <int>      solves per variant, in rotating order; medians (default 3)\n"
+    "  -stream_mib <int>, -stream_reps <int>: the STREAM triad reference\n\n";
+
+#include <petscksp.h>
+
+#include "bench_common.h"
+#include "bench_matrices.h"
+#include "petscmp.h"
+
+#define NVAR 7
+
+typedef struct {
+  const char *name;
+  int storage; /* 0: AIJ (KSPRICHARDSON), 2: split2, 4: split4 (KSPMPJACOBI) */
+  KSPMPJacobiStrategy strategy;
+  const char *steps_rtol; /* strategy steps: -ksp_mpjacobi_steps_rtol */
+  KSP ksp;
+  double t[64];
+  PetscInt its;
+  double relres, share;
+  KSPConvergedReason reason;
+} Variant;
+
+/* x_g in [0.5, 1.5), a function of the global index */
+static PetscErrorCode FillB(Vec x)
+{
+  PetscInt lo, hi;
+  PetscScalar *xa;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetOwnershipRange(x, &lo, &hi));
+  PetscCall(VecGetArrayWrite(x, &xa));
+  for (PetscInt g = lo; g < hi; g++)
+    xa[g - lo] = 0.5 + (double)((uint64_t)(g * 2654435761u) % 1000003u) / 1000003.0;
+  PetscCall(VecRestoreArrayWrite(x, &xa));
+  PetscFunctionReturn(0);
+}
+
+int main(int argc, char **argv)
+{
+  PetscInt n = 167, reps = 3, stream_mib = 256, stream_reps = 3;
+  PetscReal diag = 16, rtol = 1e-8;
+  Mat A, S2, S4;
+  Vec b, x, r;
+  double triad_gbs = 0, t;
+  PetscInt64 triad_elems;
+  PetscReal bnorm;
+  MPI_Comm comm;
+  PetscMPIInt size;
+  Variant v[NVAR] = {
+      {"AIJ richardson+jacobi", 0, KSP_MPJACOBI_FULL, NULL},      {"split2 mpjacobi full", 2, KSP_MPJACOBI_FULL, NULL},
+      {"split2 residual", 2, KSP_MPJACOBI_RESIDUAL, NULL},        {"split2 steps 1e-5", 2, KSP_MPJACOBI_STEPS, "1e-5"},
+      {"split4 mpjacobi full", 4, KSP_MPJACOBI_FULL, NULL},       {"split4 residual", 4, KSP_MPJACOBI_RESIDUAL, NULL},
+      {"split4 steps", 4, KSP_MPJACOBI_STEPS, "0.05,1e-5,1e-10"},
+  };
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(PetscMPInitializePackage());
+  comm = PETSC_COMM_WORLD;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n27", &n, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-reps", &reps, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_mib", &stream_mib, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_reps", &stream_reps, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-diag", &diag, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-rtol", &rtol, NULL));
+  PetscCheck(reps >= 1 && reps <= 64, comm, PETSC_ERR_ARG_OUTOFRANGE, "-reps must be 1..64");
+  PetscCall(PrintCpu(comm));
+  PetscCall(StreamTriad(comm, stream_mib, stream_reps, &triad_gbs, &triad_elems));
+  PetscCall(PetscPrintf(comm, "%d rank(s); STREAM triad %.2f GB/s\n", size, triad_gbs));
+
+  PetscCall(BuildStencil(comm, MATAIJ, n, PETSC_TRUE, PETSC_FALSE, diag, 4242, &A));
+  PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &S2));
+  PetscCall(MatAIJMPSetStorage(S2, MAT_AIJMP_SPLIT2));
+  PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &S4));
+  PetscCall(MatAIJMPSetStorage(S4, MAT_AIJMP_SPLIT4));
+  PetscCall(MatCreateVecs(A, &x, &b));
+  PetscCall(VecDuplicate(b, &r));
+  PetscCall(FillB(b));
+  PetscCall(VecNorm(b, NORM_2, &bnorm));
+  PetscCall(MatMult(S2, b, r)); /* builds the copies */
+  PetscCall(MatMult(S4, b, r));
+
+  for (int k = 0; k < NVAR; k++) {
+    char prefix[16], name[64];
+    Mat op = v[k].storage == 0 ? A : v[k].storage == 2 ? S2 : S4;
+    PetscCall(PetscSNPrintf(prefix, sizeof prefix, "v%d_", k));
+    PetscCall(KSPCreate(comm, &v[k].ksp));
+    PetscCall(KSPSetOptionsPrefix(v[k].ksp, prefix));
+    PetscCall(KSPSetOperators(v[k].ksp, op, op));
+    PetscCall(KSPSetType(v[k].ksp, v[k].storage ? KSPMPJACOBI : KSPRICHARDSON));
+    PetscCall(KSPMPJacobiSetStrategy(v[k].ksp, v[k].strategy));
+    if (v[k].steps_rtol) {
+      PetscCall(PetscSNPrintf(name, sizeof name, "-%sksp_mpjacobi_steps_rtol", prefix));
+      PetscCall(PetscOptionsSetValue(NULL, name, v[k].steps_rtol));
+    }
+    PetscCall(KSPSetTolerances(v[k].ksp, rtol, 0.0, PETSC_DEFAULT, 100000));
+    PetscCall(KSPSetNormType(v[k].ksp, KSP_NORM_UNPRECONDITIONED));
+    {
+      PC pc;
+      PetscCall(KSPGetPC(v[k].ksp, &pc));
+      PetscCall(PCSetType(pc, PCJACOBI));
+    }
+    PetscCall(KSPSetFromOptions(v[k].ksp));
+    PetscCall(KSPSetUp(v[k].ksp));
+  }
+  PetscCall(PetscPrintf(
+      comm,
+      "\n27-point operator %" PetscInt_FMT "^3, diagonal %g + uniform[-1, 1], off-diagonal uniform[-1, "
+      "1] (fp64 values); b in [0.5, 1.5); x0 = 0; rtol %g on the unpreconditioned residual\n"
+      "%" PetscInt_FMT " rounds of all %d variants in rotating order, each solve timed alone (KSPSolve); medians\n",
+      n, (double)diag, (double)rtol, reps, NVAR));
+  for (PetscInt rep = 0; rep < reps; rep++)
+    for (int s = 0; s < NVAR; s++) {
+      const int k = (int)((s + rep) % NVAR);
+      PetscCall(VecSet(x, 0.0));
+      PetscCallMPI(MPI_Barrier(comm));
+      t = MPI_Wtime();
+      PetscCall(KSPSolve(v[k].ksp, b, x));
+      PetscCallMPI(MPI_Barrier(comm));
+      v[k].t[rep] = MPI_Wtime() - t;
+      PetscCall(KSPGetIterationNumber(v[k].ksp, &v[k].its));
+      PetscCall(KSPGetConvergedReason(v[k].ksp, &v[k].reason));
+      PetscCall(MatMult(A, x, r)); /* the true residual, by AIJ */
+      PetscCall(VecAYPX(r, -1.0, b));
+      PetscReal rn;
+      PetscCall(VecNorm(r, NORM_2, &rn));
+      v[k].relres = rn / bnorm;
+      v[k].share  = 1.0;
+      if (v[k].storage) {
+        PetscInt segments, its[4];
+        double read = 0;
+        PetscCall(KSPMPJacobiGetLevelIterations(v[k].ksp, &segments, its));
+        for (PetscInt l = 0; l < segments; l++)
+          read += (double)its[l] * (double)(l + 1) / (double)segments;
+        v[k].share = v[k].its ? read / (double)v[k].its : 1.0;
+      }
+    }
+  const double t_aij = median(v[0].t, reps);
+  PetscCall(PetscPrintf(comm, "%-24s %10s %6s %12s %9s %12s %s\n", "variant", "s(med)", "its", "true rel.res", "vs AIJ",
+                        "value bytes", "reason"));
+  for (int k = 0; k < NVAR; k++) {
+    const double tk = median(v[k].t, reps);
+    PetscCall(PetscPrintf(comm, "%-24s %10.3f %6" PetscInt_FMT " %12.3e %8.2fx %11.0f%% %s\n", v[k].name, tk, v[k].its,
+                          v[k].relres, t_aij / tk, 100.0 * v[k].share, KSPConvergedReasons[v[k].reason]));
+  }
+  PetscCall(PetscPrintf(comm, "value bytes: share of the segments read per iteration (full-level checks not counted; "
+                              "-ksp_view reports them)\n"));
+  for (int k = 0; k < NVAR; k++)
+    PetscCall(KSPDestroy(&v[k].ksp));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&b));
+  PetscCall(VecDestroy(&r));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&S2));
+  PetscCall(MatDestroy(&S4));
+  PetscCall(PetscFinalize());
+  return 0;
+}
