@@ -26,10 +26,11 @@ $  MAT_AIJMP_FP11_4     - upper 16 bits of each double (truncated); fallback fp1
 $  MAT_AIJMP_TOLERANCE  - each row in the narrowest format with relative error <= tolerance for every entry
 $  MAT_AIJMP_ROWSPLIT   - row-wise split: fp32 rows when most values are small against the mean, else fp64
 $  MAT_AIJMP_ENTRYSPLIT - entry-wise split (|a| < range in fp32, else fp64), the comparison baseline
-$  MAT_AIJMP_SPLIT2     - every value exact, cut into a 32-bit head (sign, exponent, 20 significand bits) and a 32-bit
-$                         tail, each kind in its own array: products read the heads only or both
-(`MatAIJMPSetReadLevel()`) $  MAT_AIJMP_SPLIT4     - every value exact, cut into 4 segments of 16 bits (the first: sign,
-exponent, 4 significand $                         bits): products read the first 1, 2, 3 or all 4
+$  MAT_AIJMP_SPLIT2     - every value exact, cut into a 32-bit head (sign, exponent, 20 significand bits) and a
+$                         32-bit tail, each kind in its own array: products read the heads only or both
+$                         (`MatAIJMPSetReadLevel()`)
+$  MAT_AIJMP_SPLIT4     - every value exact, cut into 4 segments of 16 bits (the first: sign, exponent, 4
+$                         significand bits): products read the first 1, 2, 3 or all 4
 
    Level: beginner
 E*/
@@ -88,7 +89,11 @@ $  MAT_AIJMP_KERNEL_COMPACT - the compact copy, in the storage and layout chosen
 
 .seealso: `MatAIJMPSetKernel()`, `MATAIJMP`
 E*/
-typedef enum { MAT_AIJMP_KERNEL_AUTO, MAT_AIJMP_KERNEL_AIJ, MAT_AIJMP_KERNEL_COMPACT } MatAIJMPKernel;
+typedef enum {
+  MAT_AIJMP_KERNEL_AUTO,
+  MAT_AIJMP_KERNEL_AIJ,
+  MAT_AIJMP_KERNEL_COMPACT
+} MatAIJMPKernel;
 PETSC_EXTERN const char *const MatAIJMPKernels[];
 
 /* Storage formats, in the order of the per-format arrays of MatAIJMPInfo. */
@@ -175,7 +180,7 @@ typedef struct {
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);
 PETSC_EXTERN PetscErrorCode PetscMPFinalizePackage(void);
 PETSC_EXTERN PetscErrorCode PetscDLLibraryRegister_petscmp(void);
-PETSC_EXTERN const char *PetscMPCompiledISA(void);
+PETSC_EXTERN const char    *PetscMPCompiledISA(void);
 
 PETSC_EXTERN PetscErrorCode MatAIJMPSetStorage(Mat, MatAIJMPStorage);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetStorage(Mat, MatAIJMPStorage *);
@@ -211,7 +216,7 @@ PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATA
 
    Options Database Keys:
 +  -mat_type ellmp - selects this type
-.  -mat_ellmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit> - as `MatAIJMPStorage`
+.  -mat_ellmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit,split2,split4> - as `MatAIJMPStorage`
 .  -mat_ellmp_tolerance <tol> - tolerance mode: bound on each entry's relative change
 .  -mat_ellmp_range_factor, -mat_ellmp_row_fraction, -mat_ellmp_range - rowsplit and entrysplit parameters
 .  -mat_ellmp_layout <auto,sliced,node> - nodes where rows share columns, else slices of 8 rows (csr is refused)
@@ -221,7 +226,7 @@ PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATA
 
 .seealso: `MATAIJMP`, `MatAIJMPStorage`
 M*/
-#define MATELLMP "ellmp"
+#define MATELLMP    "ellmp"
 #define MATSEQELLMP "seqellmp"
 #define MATMPIELLMP "mpiellmp"
 PETSC_EXTERN PetscLogEvent MATELLMP_Build, MATELLMP_Mult;
@@ -327,10 +332,10 @@ PETSC_EXTERN PetscLogEvent PCAPBJACOBI_Detect, PCAPBJACOBI_Invert, PCAPBJACOBI_S
    KSPMPJacobiStrategy - how `KSPMPJACOBI` chooses the read level (segments of each value, `MatAIJMPSetReadLevel()`)
    of a split-storage operator
 
-$  KSP_MPJACOBI_RESIDUAL - start at the first level; every few iterations compare the residual with the part of it the
-$                          level's truncation causes (one product reading every segment), and step up one level where
-$                          the residual is within a factor of it, where it stopped decreasing, or where it meets the
-$                          tolerance at a reduced level (default)
+$  KSP_MPJACOBI_RESIDUAL - start at the first level; compare the residual with the part of it the level's truncation
+$                          causes (measured by one product reading every segment, estimated for the other levels),
+$                          and step up one level where the residual is within a factor of it (predicted from the
+$                          observed rate), where it stopped decreasing, or where it meets the tolerance (default)
 $  KSP_MPJACOBI_STEPS    - step up after given iteration counts or relative residuals (a thesis-style schedule)
 $  KSP_MPJACOBI_FULL     - always read every segment: plain damped Jacobi (KSPRICHARDSON) on the exact values
 

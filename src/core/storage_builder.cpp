@@ -1771,7 +1771,7 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   if (!fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.threads, out, pool, spare_nodes,
                    spare_slices, check))
     return false;
-  split_blocks(out, opts.mode);
+  if (!opts.split_later) split_blocks(out, opts.mode);
   return true;
 }
 
@@ -2294,9 +2294,6 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
     check_view(p.csr);
     if (!p.opts.own_indices)
       throw StorageError("petscmp: a copy built a range of rows at a time must hold its own column indices");
-    if (storage_mode_segments(p.opts.mode))
-      throw StorageError("petscmp: split storage (split2, split4) is not available for a copy built a range of rows "
-                         "at a time (ellmp)");
     p.copy     = CompactCsr(); // the copies being replaced go first: their memory is not held during the build
     p.reusable = p.refilled = false;
     views.push_back(p.csr);
@@ -2341,9 +2338,10 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
   std::vector<std::vector<Index>> rowptrs(parts.size());
   for (const RowRange<Index> &r : row_ranges(views, step_nnz)) {
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      pieces[i]      = CompactPart<Index>();
-      pieces[i].csr  = range_view(views[i], r, i, rowptrs[i]);
-      pieces[i].opts = parts[i].opts;
+      pieces[i]                  = CompactPart<Index>();
+      pieces[i].csr              = range_view(views[i], r, i, rowptrs[i]);
+      pieces[i].opts             = parts[i].opts;
+      pieces[i].opts.split_later = true; // (ranges are joined value by value: split storage is cut at the end)
     }
     update_compact_parts(pieces);
     for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -2354,6 +2352,7 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
   }
   for (CompactPart<Index> &p : parts) {
     merge_ranges(p.copy);
+    split_blocks(p.copy, p.opts.mode);
     p.copy.stats.index_bytes = 0; // (the index bytes a product reads, as for a whole build)
     for (RowBlock &b : p.copy.blocks) {
       p.copy.stats.index_bytes += block_index_bytes<Index>(b);

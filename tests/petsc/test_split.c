@@ -139,6 +139,35 @@ static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage,
   PetscFunctionReturn(0);
 }
 
+/* ellmp in split storage (the only copy, fp64's memory): every level bitwise a MATAIJ of the truncated values; with
+   -mat_ellmp_assembly_step the copy is built a range of rows at a time and cut into segments at the end. */
+static PetscErrorCode CheckEllmpLevels(const TestMatOpts *o, MatAIJMPStorage storage, const char *name)
+{
+  const int n = storage == MAT_AIJMP_SPLIT2 ? 2 : 4;
+  Mat       Aaij, Ael;
+  char      label[128];
+
+  PetscFunctionBeginUser;
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &Aaij));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, "ellmp", o, &Ael));
+  PetscCall(MatELLMPSetStorage(Ael, storage)); /* the assembled values stored anew */
+  for (PetscInt level = 0; level <= n; level++) {
+    PetscInt got;
+    Mat      T;
+    PetscCall(MatAIJMPSetReadLevel(Ael, level));
+    PetscCall(MatAIJMPGetReadLevel(Ael, &got));
+    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n), "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT,
+               name, level, got);
+    PetscCall(TruncatedAIJ(Aaij, n, (int)(level ? level : n), &T));
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s read %" PetscInt_FMT " of %d", name, level, n));
+    PetscCall(CheckProductsBitwise(Ael, T, label));
+    PetscCall(MatDestroy(&T));
+  }
+  PetscCall(MatDestroy(&Aaij));
+  PetscCall(MatDestroy(&Ael));
+  PetscFunctionReturn(0);
+}
+
 /* Misuse gives PETSc errors, not crashes or silently ignored settings. */
 static PetscErrorCode CheckErrors(const TestMatOpts *o)
 {
@@ -161,10 +190,9 @@ static PetscErrorCode CheckErrors(const TestMatOpts *o)
   EXPECT_ERROR(MatMult(A, x, y), "read level 1 with the AIJ kernel");
   PetscCall(MatAIJMPSetKernel(A, MAT_AIJMP_KERNEL_AUTO));
   PetscCall(MatMult(A, x, y)); /* the same matrix is usable again */
-  PetscCall(MatCreate(PETSC_COMM_WORLD, &E)); /* (-mat_ellmp_storage split2: test petsc_ellmp_split_refused) */
-  PetscCall(MatSetSizes(E, PETSC_DECIDE, PETSC_DECIDE, o->M, o->N));
-  PetscCall(MatSetType(E, "ellmp"));
-  EXPECT_ERROR(MatELLMPSetStorage(E, MAT_AIJMP_SPLIT2), "ellmp with split2");
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, "ellmp", o, &E));
+  PetscCall(MatAIJMPSetReadLevel(E, 1)); /* ellmp in lossless storage: the product refuses */
+  EXPECT_ERROR(MatMult(E, x, y), "read level 1 of lossless ellmp");
   PetscCall(MatDestroy(&E));
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&y));
@@ -193,6 +221,11 @@ int main(int argc, char **argv)
         PetscCall(CheckLevels(&o, storage, layout, name));
       }
     }
+  }
+  for (int inode = 0; inode < 2; inode++) {
+    o.inode = inode ? PETSC_TRUE : PETSC_FALSE;
+    PetscCall(CheckEllmpLevels(&o, MAT_AIJMP_SPLIT2, inode ? "ellmp split2 inodes" : "ellmp split2"));
+    PetscCall(CheckEllmpLevels(&o, MAT_AIJMP_SPLIT4, inode ? "ellmp split4 inodes" : "ellmp split4"));
   }
   o.inode = PETSC_FALSE;
   PetscCall(CheckErrors(&o));

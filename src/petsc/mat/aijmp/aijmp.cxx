@@ -50,16 +50,13 @@ static PetscErrorCode AIJMPCheckSortWindow(Mat A, PetscInt sigma)
   PetscFunctionReturn(0);
 }
 
-// Split storage exists for aijmp only (ellmp's stepwise assembly joins value arrays of one format); a read level
-// is a count of segments.
+// A read level is a count of segments.
 static PetscErrorCode AIJMPCheckSplit(Mat A, const AIJMPSettings &s, const char *family)
 {
   PetscFunctionBegin;
-  PetscCheck(is_aijmp(family) || !storage_mode_segments(s.opts.mode), PetscObjectComm((PetscObject)A), PETSC_ERR_SUP,
-             "ellmp does not offer the split storage modes (split2, split4) yet; -mat_type aijmp does, with every "
-             "value exact in fp64's memory");
   PetscCheck(s.read_segments >= 0 && s.read_segments <= 4, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
-             "-mat_aijmp_read_level is a number of segments, 1 to 4 (0: all), not %" PetscInt_FMT, s.read_segments);
+             "-mat_%s_read_level is a number of segments, 1 to 4 (0: all), not %" PetscInt_FMT, family,
+             s.read_segments);
   PetscFunctionReturn(0);
 }
 
@@ -108,11 +105,11 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                               "Kernel auto, lossless, where the compact copy would read over 90% of AIJ's inode "
                               "bytes: products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
                               "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
-    PetscCall(PetscOptionsInt("-mat_aijmp_read_level",
-                              "Split storage (split2, split4): the segments of each value products read, most "
-                              "significant first (0: all, the exact values)",
-                              "MatAIJMPSetReadLevel", s.read_segments, &s.read_segments, nullptr));
   }
+  PetscCall(PetscOptionsInt(OptionName(family, "read_level"),
+                            "Split storage (split2, split4): the segments of each value products read, most "
+                            "significant first (0: all, the exact values)",
+                            "MatAIJMPSetReadLevel", s.read_segments, &s.read_segments, nullptr));
   if (!is_aijmp(family)) {
     PetscInt sigma = s.opts.sort_window;
     PetscCall(PetscOptionsInt("-mat_ellmp_sort_window",
@@ -176,6 +173,8 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
                                    &layout, &flg));
     if (flg) s.opts.layout = static_cast<Layout>(layout);
   }
+  if (!(s.explicitly_set & kSetReadLevel))
+    PetscCall(PetscOptionsGetInt(options, prefix, OptionName(family, "read_level"), &s.read_segments, nullptr));
   PetscCall(AIJMPCheckSplit(A, s, family));
   if (!is_aijmp(family)) {
     PetscInt sigma = s.opts.sort_window;
@@ -196,9 +195,6 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
     if (flg) s.kernel = static_cast<MatAIJMPKernel>(kernel);
   }
   PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_kernel_trial_after", &s.trial_after, nullptr));
-  if (!(s.explicitly_set & kSetReadLevel))
-    PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_read_level", &s.read_segments, nullptr));
-  PetscCall(AIJMPCheckSplit(A, s, family));
   PetscFunctionReturn(0);
 }
 
@@ -415,13 +411,20 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
 
 using namespace petscmp;
 
-static PetscErrorCode AIJMPGetSettings(Mat A, AIJMPSettings **s)
+// The settings of an aijmp matrix; with ellmp_too, also of an ellmp one (the getters and the read level: ellmp's
+// other settings change its stored values and go through MatELLMPSetStorage()).
+static PetscErrorCode AIJMPGetSettings(Mat A, AIJMPSettings **s, bool ellmp_too = false, bool *ellmp = nullptr)
 {
   PetscErrorCode (*f)(Mat, AIJMPSettings **) = nullptr;
 
   PetscFunctionBegin;
   *s = nullptr;
+  if (ellmp) *ellmp = false;
   PetscCall(PetscObjectQueryFunction((PetscObject)A, "MatAIJMPGetSettings_C", &f));
+  if (!f && ellmp_too) {
+    PetscCall(PetscObjectQueryFunction((PetscObject)A, "MatELLMPGetSettings_C", &f));
+    if (f && ellmp) *ellmp = true;
+  }
   if (f) PetscCall((*f)(A, s));
   PetscFunctionReturn(0);
 }
@@ -436,7 +439,7 @@ static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change
   AIJMPSettings *s;
 
   PetscFunctionBegin;
-  PetscCall(AIJMPGetSettings(A, &s));
+  PetscCall(AIJMPGetSettings(A, &s, which == kSetReadLevel)); // (ellmp: only the read level changes here)
   if (!s) PetscFunctionReturn(0);
   change(*s);
   s->explicitly_set |= which;
@@ -498,8 +501,9 @@ PetscErrorCode MatAIJMPGetStorage(Mat A, MatAIJMPStorage *storage)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  bool ellmp;
+  PetscCall(AIJMPGetSettings(A, &s, true, &ellmp));
+  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s, ellmp ? "ellmp" : "aijmp"));
   *storage = s ? static_cast<MatAIJMPStorage>(s->opts.mode) : MAT_AIJMP_LOSSLESS;
   PetscFunctionReturn(0);
 }
@@ -782,7 +786,8 @@ PetscErrorCode MatAIJMPGetInfo(Mat A, MatAIJMPInfo *info)
 }
 
 /*@
-   MatAIJMPSetReadLevel - Sets how many segments of each value the products of a split-storage `MATAIJMP` matrix read
+   MatAIJMPSetReadLevel - Sets how many segments of each value the products of a split-storage `MATAIJMP` or
+   `MATELLMP` matrix read
 
    Logically Collective
 
@@ -792,7 +797,7 @@ PetscErrorCode MatAIJMPGetInfo(Mat A, MatAIJMPInfo *info)
            segment, the exact values; 0 means all
 
    Options Database Key:
-.  -mat_aijmp_read_level <level> - the level
+.  -mat_aijmp_read_level <level> - the level (`MATELLMP`: -mat_ellmp_read_level)
 
    Notes:
    The values stay stored exactly; only what a product reads changes, so the level may go up and down between
@@ -839,8 +844,9 @@ PetscErrorCode MatAIJMPGetReadLevel(Mat A, PetscInt *level)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  bool ellmp;
+  PetscCall(AIJMPGetSettings(A, &s, true, &ellmp));
+  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s, ellmp ? "ellmp" : "aijmp"));
   *level = s ? AIJMPReadLevel(*s) : 0;
   PetscFunctionReturn(0);
 }

@@ -65,6 +65,8 @@ inline PetscErrorCode ELLMPMarkAssembled(Mat B)
 // A block of m x n with block sizes rbs x cbs (internal options prefix), with the parent's settings.
 PetscErrorCode SeqELLMPCreateBlock(PetscInt m, PetscInt n, PetscInt rbs, PetscInt cbs, const AIJMPSettings &settings,
                                    Mat *B);
+// The settings of a seqellmp matrix (an mpiellmp's block: the parent sets the read level before its products).
+PetscErrorCode SeqELLMPGetSettings(Mat A, AIJMPSettings **s);
 // Moves B's stored copy out (its memory reused by the next build); B holds none afterwards.
 PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c);
 // Makes c, built from the assembled SeqAIJ block aij, B's matrix, and B assembled.

@@ -459,11 +459,39 @@ PetscErrorCode MatSetOption_MPIELLMP(Mat A, MatOption op, PetscBool flg)
 
 // ---- products (MPIAIJ's sequence of block products and scatters) -------------------
 
+// The blocks take the matrix's settings (MatELLMPSetStorage changes the parent's; the read level of split storage
+// changes between products).
+PetscErrorCode push_settings(Mat A)
+{
+  MPIELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  for (Mat block : {d->diag, d->off}) {
+    AIJMPSettings *s;
+    if (!block) continue;
+    PetscCall(SeqELLMPGetSettings(block, &s));
+    *s = d->settings;
+  }
+  PetscFunctionReturn(0);
+}
+
+// Before a product (and its halo exchange): the matrix is stored, and the blocks read the segments asked for.
 PetscErrorCode check_stored(Mat A)
 {
+  MPIELLMP *d = data_of(A);
+
   PetscFunctionBegin;
-  PetscCheck(data_of(A)->diag, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+  PetscCheck(d->diag, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
              "petscmp: the ellmp matrix must be assembled before a product");
+  PetscCall(AIJMPCheckReadLevel(A, d->settings));
+  PetscCall(push_settings(A));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode MatELLMPGetSettings_MPIELLMP(Mat A, AIJMPSettings **s)
+{
+  PetscFunctionBegin;
+  *s = &data_of(A)->settings;
   PetscFunctionReturn(0);
 }
 
@@ -775,6 +803,7 @@ PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
     MatAIJMPInfo info;
     PetscInt inodes = 0, limit = 0;
     PetscCall(PetscMemzero(&info, sizeof info));
+    PetscCall(push_settings(A));
     PetscCall(SeqELLMPReport(d->diag, info, &inodes, &limit));
     PetscCall(SeqELLMPReport(d->off, info, nullptr, nullptr));
     // MPIAIJ's line (the diagonal blocks sum in the order of AIJ's inode routines where AIJ found inodes)
@@ -862,6 +891,7 @@ PetscErrorCode compose_functions(Mat A, bool on)
 
   PetscFunctionBegin;
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? Settings::setstorage : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatELLMPGetSettings_C", on ? MatELLMPGetSettings_MPIELLMP : nullptr));
   PetscCall(ELLMPComposeProducts(A, false, twin_of, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_mpiaij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_mpiellmp_aij_C", on ? MatConvert_MPIELLMP_MPIAIJ : nullptr));

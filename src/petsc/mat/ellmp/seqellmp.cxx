@@ -390,13 +390,15 @@ PetscErrorCode MatSetOption_SeqELLMP(Mat A, MatOption op, PetscBool flg)
 
 PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
 {
-  const CompactCsr *c = data_of(A)->compact.get();
+  CompactCsr *c = data_of(A)->compact.get();
   const PetscScalar *x, *z = nullptr;
   PetscScalar *y;
 
   PetscFunctionBegin;
   PetscCheck(c, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
              "petscmp: the ellmp matrix must be assembled before a product");
+  PetscCall(AIJMPCheckReadLevel(A, data_of(A)->settings));
+  c->read_segments = static_cast<int>(data_of(A)->settings.read_segments); // split storage: segments read (no rebuild)
   PetscCall(PetscLogEventBegin(MATELLMP_Mult, A, xx, yy, 0));
   PetscCall(VecGetArrayRead(xx, &x));
   if (zz && zz == yy) {
@@ -851,12 +853,20 @@ PetscErrorCode MatLoad_SeqELLMP(Mat A, PetscViewer viewer)
   PetscFunctionReturn(0);
 }
 
+PetscErrorCode get_settings(Mat A, AIJMPSettings **s)
+{
+  PetscFunctionBegin;
+  *s = &data_of(A)->settings;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode compose_functions(Mat A, bool on)
 {
   PetscObject o = (PetscObject)A;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatELLMPSetStorage_C", on ? Settings::setstorage : nullptr));
+  PetscCall(PetscObjectComposeFunction(o, "MatELLMPGetSettings_C", on ? get_settings : nullptr));
   PetscCall(ELLMPComposeProducts(A, true, SeqELLMPTwin, on));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_seqaij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
   PetscCall(PetscObjectComposeFunction(o, "MatConvert_seqellmp_aij_C", on ? MatConvert_SeqELLMP_SeqAIJ : nullptr));
@@ -1066,7 +1076,10 @@ PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, Petsc
   SeqELLMP *d = data_of(B);
 
   PetscFunctionBegin;
-  if (d->compact) PetscCall(AIJMPAccumulateInfo(*d->compact, info));
+  if (d->compact) PetscCall(AIJMPAccumulateInfo(*d->compact, info, AIJMPReadLevel(d->settings)));
+  info.segments     = storage_mode_segments(d->settings.opts.mode);
+  info.read_level   = AIJMPReadLevel(d->settings);
+  info.lossy        = AIJMPReadsExact(d->settings) ? PETSC_FALSE : PETSC_TRUE;
   info.builds       = PetscMax(info.builds, d->full_builds);
   info.value_builds = PetscMax(info.value_builds, d->value_builds);
   info.aij_bytes += d->aij_bytes - (d->compact ? d->compact->stats.aij_bytes() : 0.0);
@@ -1116,7 +1129,7 @@ PetscErrorCode MatCreate_SeqELLMP(Mat A)
 -  storage - see `MatAIJMPStorage`
 
    Options Database Key:
-.  -mat_ellmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit> - the storage
+.  -mat_ellmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit,split2,split4> - the storage
 
    Notes:
    Set before assembly, it decides how the assembled values are stored. On an assembled matrix the stored values
@@ -1131,8 +1144,17 @@ PetscErrorCode MatELLMPSetStorage(Mat A, MatAIJMPStorage storage)
 {
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_ENTRYSPLIT, PetscObjectComm((PetscObject)A),
+  PetscCheck(storage >= MAT_AIJMP_LOSSLESS && storage <= MAT_AIJMP_SPLIT4, PetscObjectComm((PetscObject)A),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown ellmp storage %d", (int)storage);
   PetscTryMethod(A, "MatELLMPSetStorage_C", (Mat, MatAIJMPStorage), (A, storage));
   PetscFunctionReturn(0);
 }
+
+namespace petscmp {
+PetscErrorCode SeqELLMPGetSettings(Mat A, AIJMPSettings **s)
+{
+  PetscFunctionBegin;
+  PetscCall(get_settings(A, s));
+  PetscFunctionReturn(0);
+}
+} // namespace petscmp

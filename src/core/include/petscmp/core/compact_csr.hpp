@@ -133,6 +133,9 @@ struct StorageOptions {
   // are unchanged bit for bit (each row is summed alone); a transposed
   // product adds the rows in the sorted order.
   int sort_window = 1;
+  // Split storage: leave the blocks in fp64, the caller cuts them into segments (split_blocks) once it has joined
+  // them (a copy built a range of rows at a time).
+  bool split_later = false;
 };
 
 // A read-only view of a CSR matrix (the master copy).
