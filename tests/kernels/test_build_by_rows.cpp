@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,12 @@ std::string case_name(const Case &c)
 {
   return std::string(storage_mode_name(c.mode)) + "_" + shape_name(c.shape) + "_nodes" + std::to_string(c.node_rows) +
          "_step" + std::to_string(c.step);
+}
+
+// gtest prints a parameter by its name (not its bytes, whose padding is uninitialised)
+void PrintTo(const Case &c, std::ostream *os)
+{
+  *os << case_name(c);
 }
 
 class BuildByRows : public ::testing::TestWithParam<Case> {};

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,12 @@ std::string case_name(const Case &c)
 {
   return std::string(storage_mode_name(c.mode)) + "_" + shape_name(c.shape) + "_nodes" + std::to_string(c.node_rows) +
          "_" + layout_name(c.layout);
+}
+
+// gtest prints a parameter by its name (not its bytes, whose padding is uninitialised)
+void PrintTo(const Case &c, std::ostream *os)
+{
+  *os << case_name(c);
 }
 
 class CompactRows : public ::testing::TestWithParam<Case> {};
