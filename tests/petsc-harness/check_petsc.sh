@@ -5,6 +5,7 @@
 #   lossless  with -dll_append libpetscmp.so -mat_type aijmp -dm_mat_type aijmp,
 #   fp32      the same with -mat_aijmp_storage fp32,
 #   ellmp     with -mat_type ellmp -dm_mat_type ellmp (lossless; only on request).
+#   split4    lossless's with -mat_aijmp_storage split4 (every segment read: identical figures; on request).
 # compare.py then counts, for every test that passes in the base run, whether
 # the lossless run printed identical solver figures, and whether the fp32 run
 # ended without a crash or a PETSc error.
@@ -85,6 +86,7 @@ for p in $passes; do
     lossless) run_pass lossless "$plugin" ;;
     fp32) run_pass fp32 "$plugin -mat_aijmp_storage fp32" ;;
     ellmp) run_pass ellmp "-dll_append $lib -mat_type ellmp -dm_mat_type ellmp" ;;
+    split4) run_pass split4 "$plugin -mat_aijmp_storage split4" ;;
     *) echo "check-petsc: unknown pass $p" >&2; exit 2 ;;
   esac
 done

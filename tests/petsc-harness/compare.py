@@ -238,7 +238,7 @@ def cmd_suspects(a):
     """The counted tests that fail the lossless or the fp32 check (whichever passes exist)."""
     _, _, counted = counted_tests(a.work)
     suspects = set()
-    for pass_name in ("lossless", "ellmp"):
+    for pass_name in ("lossless", "ellmp", "split4"):
         if os.path.exists(os.path.join(a.work, "pass-" + pass_name, "tap.log")):
             suspects |= set(lossless_failures(a.work, counted, pass_name))
     if os.path.exists(os.path.join(a.work, "pass-fp32", "tap.log")):
@@ -284,6 +284,21 @@ def cmd_report(a):
               f"they print with -mat_type aij -dm_mat_type aij (or stop with an error in both)")
         for label, why in sorted(excused.items()):
             print(f"  not comparable, {why}{' (aijmp = forced AIJ)' if label in like_forced_aij else ''}: {label}")
+        for label, why in sorted(limits.items()):
+            print(f"  PETSc limitation (AIJPERM fails too) {label}: {why}")
+        for label, why in sorted(lost.items()):
+            print(f"  LOST {label}: {why}")
+        bad += len(lost)
+    if os.path.exists(os.path.join(w, "pass-split4", "tap.log")):
+        # split storage read in full: the lossless pass's test (identical figures), with the split2/split4 copy
+        failures = lossless_failures(w, counted, "split4")
+        excused = {l: not_comparable(w, l) for l in failures}
+        excused = {l: why for l, why in excused.items() if why and why != "?"}
+        lost = {l: why for l, why in failures.items() if l not in excused}
+        limits = {l: why for l, why in lost.items() if why.startswith("error") and petsc_subclass_limit(w, l)}
+        lost = {l: why for l, why in lost.items() if l not in limits}
+        print(f"split4: {len(counted) - len(failures)} identical, {len(lost)} lost, {len(excused)} not comparable "
+              f"(not counted), {len(limits)} stopped by PETSc itself (its own subclass AIJPERM stops too)")
         for label, why in sorted(limits.items()):
             print(f"  PETSc limitation (AIJPERM fails too) {label}: {why}")
         for label, why in sorted(lost.items()):

@@ -489,7 +489,8 @@ PetscErrorCode MatAIJMPSetStorage(Mat A, MatAIJMPStorage storage)
 .  A - the matrix
 
    Output Parameter:
-.  storage - the mode (`MAT_AIJMP_LOSSLESS` for matrices of other types, which store fp64 exactly)
+.  storage - the mode (a `MATELLMP` matrix's too; `MAT_AIJMP_LOSSLESS` for matrices of other types, which store fp64
+             exactly)
 
    Level: beginner
 
