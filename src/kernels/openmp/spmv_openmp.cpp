@@ -167,6 +167,26 @@ void thread_slices(const RowBlock &block, int t, int nt, std::int64_t &q0, std::
   q1 = cut(t + 1);
 }
 
+#if defined(PETSCMP_HAVE_AVX512_DECODE) || defined(PETSCMP_HAVE_AVX2_DECODE)
+// Calls gathered(xs, columns_of) for the gathered slice q: columns_of(e) loads the 8 column indices of entry e
+// into xs: 16-bit offsets from the slice's base (narrow; xs = x + base) or 32-bit columns (xs = x).
+template <typename Gathered>
+inline void with_gathered_columns(const RowBlock &block, std::int64_t q, const double *x, Gathered &&gathered)
+{
+  if (block.narrow_slice(q)) {
+    const std::uint16_t *offsets = block.narrow_offsets(q);
+    gathered(x + block.narrow_base(q), [&](std::int64_t e) {
+      return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(offsets + e * kSliceRows)));
+    });
+  } else {
+    const std::int32_t *cols = block.cols.data() + block.slice_col_offsets[q];
+    gathered(x, [&](std::int64_t e) {
+      return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
+    });
+  }
+}
+#endif
+
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
 // Slices [q0, q1) of a sliced block, 8 rows per register: entry j of the 8
 // rows is one read of 8 values through the accessor, one read of their x and
@@ -229,16 +249,7 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
           sum              = _mm512_mask_add_pd(sum, m, sum, product(j, m));
         }
       };
-      if (block.narrow_slice(q)) {
-        const std::uint16_t *offsets = block.narrow_offsets(q);
-        gathered(x + block.narrow_base(q), [&](std::int64_t e) {
-          return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(offsets + e * kSliceRows)));
-        });
-      } else {
-        gathered(x, [&](std::int64_t e) {
-          return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
-        });
-      }
+      with_gathered_columns(block, q, x, gathered);
     }
     if (grouped)
       _mm512_mask_i32scatter_pd(y, live, rows, sum, 8);
@@ -339,16 +350,7 @@ void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const 
             sum[h] = _mm256_blendv_pd(sum[h], _mm256_add_pd(sum[h], p[h]), m[h]);
         }
       };
-      if (block.narrow_slice(q)) {
-        const std::uint16_t *offsets = block.narrow_offsets(q);
-        gathered(x + block.narrow_base(q), [&](std::int64_t e) {
-          return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(offsets + e * kSliceRows)));
-        });
-      } else {
-        gathered(x, [&](std::int64_t e) {
-          return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + e * kSliceRows));
-        });
-      }
+      with_gathered_columns(block, q, x, gathered);
     }
     if (contiguous) {
       _mm256_storeu_pd(y + block.row_begin + k0, sum[0]);

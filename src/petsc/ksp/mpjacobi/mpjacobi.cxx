@@ -76,6 +76,7 @@ public:
     PetscCall(KSP_MatMult(ksp_, A_, x, r));
     PetscCall(VecAYPX(r, -1.0, b));
     d_->level_products[d_->segments ? level_ - 1 : 0]++;
+    known_norm_ = -1;
     PetscFunctionReturn(0);
   }
   // r_full <- b - A x read at the full level (the current level is kept)
@@ -84,10 +85,12 @@ public:
     const PetscInt keep = level_;
 
     PetscFunctionBegin;
+    const PetscReal known = known_norm_; // (r itself is unchanged)
     PetscCall(set_level(full()));
     PetscCall(residual(x, b, r_full));
     d_->full_checks++;
     PetscCall(set_level(keep));
+    known_norm_ = known;
     PetscFunctionReturn(0);
   }
   // Steps up one level, before the residual is computed (r == nullptr) or recomputing r there (r_full: the
@@ -102,9 +105,10 @@ public:
                             " of %" PetscInt_FMT " (%s)\n",
                             its, level_, level_ + 1, full(), why));
     PetscCall(set_level(level_ + 1));
-    if (r && r_full && level_ == full())
+    if (r && r_full && level_ == full()) {
       PetscCall(VecCopy(r_full, r));
-    else if (r)
+      known_norm_ = -1;
+    } else if (r)
       PetscCall(residual(x, b, r));
     since_step_ = 0;
     rn_prev_ = window_rn_ = rate_ = -1;
@@ -127,6 +131,9 @@ public:
     since_step_++;
   }
   PetscInt since_step() const { return since_step_; }
+  // |r|, where the strategy computed it for the residual r holds now (< 0: not known): the next convergence test
+  // reuses it instead of a second VecNorm of the same vector
+  PetscReal &known_norm() { return known_norm_; }
   PetscReal &rn_prev() { return rn_prev_; }
   PetscReal &window_rn() { return window_rn_; }
   double &rate() { return rate_; }
@@ -136,8 +143,9 @@ private:
   KSP ksp_;
   Mat A_;
   MPJacobi *d_;
-  PetscInt level_      = 0;
-  PetscInt since_step_ = 0;
+  PetscInt level_       = 0;
+  PetscInt since_step_  = 0;
+  PetscReal known_norm_ = -1;
   // residual strategy
   PetscReal part_[kMaxSegments] = {-1, -1, -1, -1}; // |(A - A_L) x| per level, measured or estimated (< 0: unknown)
   PetscReal rn_prev_            = -1;               // |r_L| after the previous iteration at this level
@@ -175,6 +183,7 @@ PetscErrorCode confirm_at_full_level(KSP ksp, Solve &solve, PetscInt i, Vec x, V
   if (ksp->reason) {
     PetscCall(solve.set_level(solve.full()));
     PetscCall(VecCopy(w, r));
+    solve.known_norm() = -1;
     PetscFunctionReturn(0);
   }
   PetscCall(solve.step_up(i, "its residual met the tolerance; the exact residual did not", x, b, r, w));
@@ -214,6 +223,7 @@ PetscErrorCode residual_strategy_check(KSP ksp, Solve &solve, Vec x, Vec b, Vec 
   PetscFunctionBegin;
   if (!solve.reduced()) PetscFunctionReturn(0);
   PetscCall(VecNorm(r, NORM_2, &rn));
+  solve.known_norm() = rn;
   if (solve.rn_prev() > 0) solve.rate() = (double)(rn / solve.rn_prev());
   solve.rn_prev()    = rn;
   const bool measure = solve.part() < 0 || solve.since_step() >= solve.next_check();
@@ -310,7 +320,10 @@ PetscErrorCode KSPSolve_MPJacobi(KSP ksp)
   }
 
   for (i = 0; i < ksp->max_it; i++) {
-    PetscCall(residual_norm(ksp, r, z, &rnorm));
+    if (ksp->normtype == KSP_NORM_UNPRECONDITIONED && solve.known_norm() >= 0)
+      rnorm = solve.known_norm();
+    else
+      PetscCall(residual_norm(ksp, r, z, &rnorm));
     KSPCheckNorm(ksp, rnorm);
     ksp->rnorm = rnorm;
     PetscCall(KSPMonitor(ksp, i, rnorm));

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "petscmp.h"
+#include "petscmp/core/segments.hpp"
 #include "ksp/mprelax/mprelaximpl.h"
 
 namespace {
@@ -41,12 +42,6 @@ MPRelax *data_of(KSP ksp)
   return static_cast<MPRelax *>(ksp->data);
 }
 
-// Relative change bound of a value read at `read` of n segments (0 at n: exact).
-double read_bound(PetscInt n, PetscInt read)
-{
-  return read >= n ? 0.0 : std::ldexp(1.0, -(int)(read * (64 / n) - 12));
-}
-
 // The inner KSP's monitor: after iteration k with residual norm rnorm, the level of the next products.
 PetscErrorCode relax_monitor(KSP inner, PetscInt k, PetscReal rnorm, void *ctx)
 {
@@ -59,7 +54,7 @@ PetscErrorCode relax_monitor(KSP inner, PetscInt k, PetscReal rnorm, void *ctx)
   PetscInt level = d->segments;
   if (rnorm > 0)
     for (PetscInt l = 1; l < d->segments; ++l)
-      if (read_bound(d->segments, l) <= d->eta * d->epsilon / rnorm) {
+      if (petscmp::segment_read_bound((int)d->segments, (int)l) <= d->eta * d->epsilon / rnorm) {
         level = l;
         break;
       }

@@ -429,6 +429,18 @@ static PetscErrorCode AIJMPGetSettings(Mat A, AIJMPSettings **s, bool ellmp_too 
   PetscFunctionReturn(0);
 }
 
+// The settings a getter reports (with ellmp_too, an ellmp matrix's as well), the command line read first as the next
+// product would read it; null for matrices of other types.
+static PetscErrorCode AIJMPQuerySettings(Mat A, AIJMPSettings **s, bool ellmp_too = false)
+{
+  bool ellmp;
+
+  PetscFunctionBegin;
+  PetscCall(AIJMPGetSettings(A, s, ellmp_too, &ellmp));
+  if (*s) PetscCall(AIJMPReadOptionsLazily(A, **s, ellmp ? "ellmp" : "aijmp"));
+  PetscFunctionReturn(0);
+}
+
 // The one path of every setter: applies `change` to A's settings (matrices of
 // other types have none and ignore the call), records that the C API set them
 // (a later lazy options read must not override it), and bumps the object state
@@ -502,9 +514,7 @@ PetscErrorCode MatAIJMPGetStorage(Mat A, MatAIJMPStorage *storage)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  bool ellmp;
-  PetscCall(AIJMPGetSettings(A, &s, true, &ellmp));
-  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s, ellmp ? "ellmp" : "aijmp"));
+  PetscCall(AIJMPQuerySettings(A, &s, true));
   *storage = s ? static_cast<MatAIJMPStorage>(s->opts.mode) : MAT_AIJMP_LOSSLESS;
   PetscFunctionReturn(0);
 }
@@ -562,8 +572,7 @@ PetscErrorCode MatAIJMPGetLayout(Mat A, MatAIJMPLayout *layout)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  PetscCall(AIJMPQuerySettings(A, &s));
   *layout = s ? static_cast<MatAIJMPLayout>(s->opts.layout) : MAT_AIJMP_LAYOUT_AUTO;
   PetscFunctionReturn(0);
 }
@@ -633,8 +642,7 @@ PetscErrorCode MatAIJMPGetKernel(Mat A, MatAIJMPKernel *kernel)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCall(AIJMPGetSettings(A, &s));
-  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s));
+  PetscCall(AIJMPQuerySettings(A, &s));
   *kernel = s ? s->kernel : MAT_AIJMP_KERNEL_AUTO;
   PetscFunctionReturn(0);
 }
@@ -845,9 +853,7 @@ PetscErrorCode MatAIJMPGetReadLevel(Mat A, PetscInt *level)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  bool ellmp;
-  PetscCall(AIJMPGetSettings(A, &s, true, &ellmp));
-  if (s) PetscCall(AIJMPReadOptionsLazily(A, *s, ellmp ? "ellmp" : "aijmp"));
+  PetscCall(AIJMPQuerySettings(A, &s, true));
   *level = s ? AIJMPReadLevel(*s) : 0;
   PetscFunctionReturn(0);
 }
