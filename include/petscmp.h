@@ -195,6 +195,8 @@ PETSC_EXTERN PetscErrorCode MatAIJMPGetKernel(Mat, MatAIJMPKernel *);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetInfo(Mat, MatAIJMPInfo *);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetReadLevel(Mat, PetscInt);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetReadLevel(Mat, PetscInt *);
+PETSC_EXTERN PetscErrorCode MatAIJMPSetRowReadLevels(Mat, const PetscInt[]);
+PETSC_EXTERN PetscErrorCode MatAIJMPGetRowReadLevelCounts(Mat, PetscInt[5]);
 
 PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATAIJMP_MultTranspose;
 

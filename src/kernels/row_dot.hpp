@@ -9,6 +9,15 @@
 
 namespace petscmp {
 
+// Calls fn(std::integral_constant-like tag) for the runtime summation order.
+template <typename Fn> inline void dispatch_order(SumOrder order, Fn &&fn)
+{
+  if (order == SumOrder::paired)
+    fn(std::integral_constant<SumOrder, SumOrder::paired>{});
+  else
+    fn(std::integral_constant<SumOrder, SumOrder::sequential>{});
+}
+
 // The columns of one row of a shifted slice, indexed as a gathered slice's
 // are (entry e at e * kSliceRows): the slice's column of entry e plus the
 // row's lane.
@@ -101,6 +110,38 @@ inline void with_row_entries(const RowBlock &block, const Index *rowptr, const I
   fn(master_cols + start, block.value_index(k, 0, start), std::int64_t{1}, n);
 }
 
+// init + block row k's products, its values read at `read` segments (split
+// storage; other blocks ignore it), in the sum order of every backend: what a
+// whole product at that read level gives this row, bit for bit. Rows with
+// their own read level are recomputed with it (spmv_row_levels).
+template <typename Index>
+inline double block_row_product(const RowBlock &block, const Index *rowptr, const Index *master_cols, SumOrder order,
+                                int read, std::int64_t k, const double *x, double init)
+{
+  double sum = init;
+  dispatch_block_values(block, read, [&](auto tag) {
+    using S         = typename decltype(tag)::type;
+    const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
+    dispatch_order(order, [&](auto o) {
+      constexpr SumOrder O = decltype(o)::value;
+      if (block.node_layout()) {
+        const NodeInfo &nd = block.nodes[static_cast<std::size_t>(block.node_of(k))];
+        const auto node_vals =
+            vals.subrange(static_cast<std::size_t>(nd.values), static_cast<std::size_t>(nd.length) * nd.rows);
+        with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
+          sum = node_row_dot<O>(init, node_vals, static_cast<int>(k - nd.first), nd.rows, cols, nd.length, xs);
+        });
+        return;
+      }
+      with_row_entries(block, rowptr, master_cols, k,
+                       [&](auto cols, std::int64_t first, std::int64_t stride, std::int64_t n) {
+                         sum = row_dot<O>(init, vals.subrange(first, n * stride), cols, n, x, stride);
+                       });
+    });
+  });
+  return sum;
+}
+
 // row_dot over values already converted to fp64 (a pointer the accessor's
 // read_n returned): the same sum, bitwise.
 template <SumOrder Order, typename ColIndex>
@@ -146,15 +187,6 @@ inline void rows_dot_values(double *sum, const double *const *v, const ColIndex 
   }
   for (int i = 0; i < R; ++i)
     sum[i] = s[i];
-}
-
-// Calls fn(std::integral_constant-like tag) for the runtime summation order.
-template <typename Fn> inline void dispatch_order(SumOrder order, Fn &&fn)
-{
-  if (order == SumOrder::paired)
-    fn(std::integral_constant<SumOrder, SumOrder::paired>{});
-  else
-    fn(std::integral_constant<SumOrder, SumOrder::sequential>{});
 }
 
 } // namespace petscmp

@@ -2,6 +2,9 @@
 // structure is the master CSR (row pointers and column indices).
 //   spmv:            y = A x        (z == nullptr)   or  y = A x + z   (z may alias y)
 //   spmv_transpose:  y = A^T x      (z == nullptr)   or  y = A^T x + z (z may alias y)
+//   spmv_row_levels: spmv where each row reads its own number of segments of
+//                    split storage: levels[row] (1 .. segments); every row's
+//                    result is bitwise that of spmv at its level
 // All arithmetic is fp64; values are read through the accessor.
 #pragma once
 
@@ -19,6 +22,9 @@ template <typename Index>
 void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y);
 template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y);
+template <typename Index>
+void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, const double *x,
+                     const double *z, double *y);
 } // namespace reference
 
 namespace openmp {
@@ -32,6 +38,12 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
 template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y,
                     int nthreads);
+// One product over every row at level `base`, then the rows of another level
+// recomputed at theirs (computed first into scratch[row], so z may alias y;
+// scratch holds A.nrows doubles). Cheapest with base the level of most values.
+template <typename Index>
+void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, int base,
+                     const double *x, const double *z, double *y, double *scratch, int nthreads);
 } // namespace openmp
 
 } // namespace petscmp

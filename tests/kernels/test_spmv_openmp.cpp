@@ -1,6 +1,7 @@
 // OpenMP SpMV against the reference backend on large random matrices: y = A x
 // bitwise equal for any thread count; the transpose within the bound of a sum
-// taken in another order.
+// taken in another order; split storage at every read level, and with a read
+// level per row.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -67,6 +68,57 @@ std::vector<int> read_levels(StorageMode mode)
   for (int r = 1; r < storage_mode_segments(mode); ++r)
     levels.push_back(r);
   return levels;
+}
+
+// Split storage, a read level per row: the reference's per-row product equals,
+// row by row, the whole product at that row's level; the OpenMP one (a product
+// at a base level, the other rows recomputed) equals it bitwise for every base,
+// thread count, and z (none, separate, aliasing y).
+template <typename Index> void compare_row_levels(const Matrix<Index> &a, CompactCsr &A)
+{
+  const int segments = storage_mode_segments(A.mode);
+  if (!segments) return;
+  const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
+  const std::vector<double> x = random_vector(nc, 211), z = random_vector(nr, 212);
+  const auto p = a.pattern();
+  std::vector<std::vector<double>> at_level(segments + 1), at_level_z(segments + 1);
+  for (int l = 1; l <= segments; ++l) {
+    A.read_segments = l;
+    at_level[l].resize(nr);
+    at_level_z[l].resize(nr);
+    reference::spmv(A, p, x.data(), nullptr, at_level[l].data());
+    reference::spmv(A, p, x.data(), z.data(), at_level_z[l].data());
+  }
+  A.read_segments = 0;
+  std::mt19937_64 rng(7);
+  // every level in equal shares, then mostly the head with a few rows above it
+  for (int mostly_head : {0, 1}) {
+    SCOPED_TRACE(mostly_head ? "mostly the head" : "levels in equal shares");
+    std::vector<std::uint8_t> levels(nr);
+    for (auto &l : levels)
+      l = static_cast<std::uint8_t>(mostly_head && rng() % 8 ? 1 : 1 + rng() % segments);
+    std::vector<double> ref(nr, 5.0), refz(nr, 5.0);
+    reference::spmv_row_levels(A, p, levels.data(), x.data(), nullptr, ref.data());
+    reference::spmv_row_levels(A, p, levels.data(), x.data(), z.data(), refz.data());
+    for (std::size_t i = 0; i < nr; ++i) {
+      ASSERT_TRUE(same(ref[i], at_level[levels[i]][i])) << "row " << i << " at level " << int(levels[i]);
+      ASSERT_TRUE(same(refz[i], at_level_z[levels[i]][i])) << "row " << i << " at level " << int(levels[i]);
+    }
+    std::vector<double> scratch(nr);
+    for (int base = 1; base <= segments; ++base)
+      for (int nt : {1, 3}) {
+        SCOPED_TRACE("base " + std::to_string(base) + ", threads " + std::to_string(nt));
+        std::vector<double> y(nr, 5.0), yz(nr, 5.0), ya = z;
+        openmp::spmv_row_levels(A, p, levels.data(), base, x.data(), nullptr, y.data(), scratch.data(), nt);
+        openmp::spmv_row_levels(A, p, levels.data(), base, x.data(), z.data(), yz.data(), scratch.data(), nt);
+        openmp::spmv_row_levels(A, p, levels.data(), base, x.data(), ya.data(), ya.data(), scratch.data(), nt);
+        for (std::size_t i = 0; i < nr; ++i) {
+          ASSERT_TRUE(same(y[i], ref[i])) << "row " << i;
+          ASSERT_TRUE(same(yz[i], refz[i])) << "row " << i;
+          ASSERT_TRUE(same(ya[i], refz[i])) << "row " << i << " (z aliasing y)";
+        }
+      }
+  }
 }
 
 template <typename Index>
@@ -149,6 +201,8 @@ void compare_backends(const Matrix<Index> &a, StorageMode mode, SumOrder order, 
       }
     }
   }
+  A.read_segments = 0;
+  compare_row_levels(a, A);
 }
 
 // Fragmented: 200k x 20k (about 100 entries a column, for the transpose) with

@@ -1,8 +1,10 @@
-static char help[] = "petscmp: split storage (split2, split4) of MATAIJMP. At every read level the four products equal,\n"
-                     "bit for bit, those of a MATAIJ holding each value truncated to the segments read (the full level:\n"
-                     "the assembled values); the level changes without a rebuild; MatAIJMPGetInfo reports segments,\n"
-                     "level and the bytes read; bad levels and split storage for ellmp give errors.\n"
-                     "  -M <rows> (default 240)\n\n";
+static char help[] =
+    "petscmp: split storage (split2, split4) of MATAIJMP. At every read level the four products equal,\n"
+    "bit for bit, those of a MATAIJ holding each value truncated to the segments read (the full level:\n"
+    "the assembled values); the level changes without a rebuild; MatAIJMPGetInfo reports segments,\n"
+    "level and the bytes read; a read level per row gives each row its level's result bit for bit;\n"
+    "bad levels give errors.\n"
+    "  -M <rows> (default 240)\n\n";
 
 #include "petscmp_test.h"
 
@@ -10,7 +12,7 @@ static char help[] = "petscmp: split storage (split2, split4) of MATAIJMP. At ev
 static double FirstBits(double v, int n, int read)
 {
   const int kept = 64 * read / n;
-  uint64_t  b;
+  uint64_t b;
   if (kept >= 64) return v;
   memcpy(&b, &v, sizeof b);
   b &= ~((UINT64_C(1) << (64 - kept)) - 1);
@@ -28,11 +30,12 @@ static PetscErrorCode TruncatedAIJ(Mat A, int n, int read, Mat *T)
   PetscCall(TestLocalBlocks(*T, &blocks[0], &blocks[1]));
   for (int k = 0; k < 2; k++) {
     PetscScalar *a;
-    MatInfo      info;
+    MatInfo info;
     if (!blocks[k]) continue;
     PetscCall(MatGetInfo(blocks[k], MAT_LOCAL, &info));
     PetscCall(MatSeqAIJGetArray(blocks[k], &a));
-    for (PetscInt i = 0; i < (PetscInt)info.nz_used; i++) a[i] = FirstBits(a[i], n, read);
+    for (PetscInt i = 0; i < (PetscInt)info.nz_used; i++)
+      a[i] = FirstBits(a[i], n, read);
     PetscCall(MatSeqAIJRestoreArray(blocks[k], &a));
   }
   PetscFunctionReturn(0);
@@ -41,7 +44,7 @@ static PetscErrorCode TruncatedAIJ(Mat A, int n, int read, Mat *T)
 /* The four products (and MultAdd in place) of Amp and Aref, bitwise. */
 static PetscErrorCode CheckProductsBitwise(Mat Amp, Mat Aref, const char *label)
 {
-  Vec  x, z, y1, y2, xt, zt, yt1, yt2;
+  Vec x, z, y1, y2, xt, zt, yt1, yt2;
   char what[256];
 
   PetscFunctionBeginUser;
@@ -91,13 +94,13 @@ static PetscErrorCode CheckProductsBitwise(Mat Amp, Mat Aref, const char *label)
 static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage, MatAIJMPLayout layout,
                                   const char *name)
 {
-  const int      n        = storage == MAT_AIJMP_SPLIT2 ? 2 : 4;
+  const int n             = storage == MAT_AIJMP_SPLIT2 ? 2 : 4;
   const PetscInt levels[] = {0, 1, 2, 3, 4, 3, 2, 1, 4, 0};
-  Mat            Aaij, Amp;
-  MatAIJMPInfo   info;
-  PetscInt64     builds = -1;
-  double         full_bytes = 0;
-  char           label[128];
+  Mat Aaij, Amp;
+  MatAIJMPInfo info;
+  PetscInt64 builds = -1;
+  double full_bytes = 0;
+  char label[128];
 
   PetscFunctionBeginUser;
   PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &Aaij));
@@ -106,13 +109,13 @@ static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage,
   PetscCall(MatAIJMPSetLayout(Amp, layout));
   for (size_t k = 0; k < sizeof levels / sizeof levels[0]; k++) {
     const PetscInt level = levels[k];
-    PetscInt       got;
-    Mat            T;
+    PetscInt got;
+    Mat T;
     if (level > n) continue;
     PetscCall(MatAIJMPSetReadLevel(Amp, level));
     PetscCall(MatAIJMPGetReadLevel(Amp, &got));
-    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n), "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT,
-               name, level, got);
+    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n),
+               "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT, name, level, got);
     PetscCall(TruncatedAIJ(Aaij, n, (int)(level ? level : n), &T));
     PetscCall(PetscSNPrintf(label, sizeof label, "%s read %" PetscInt_FMT " of %d", name, level, n));
     PetscCall(CheckProductsBitwise(Amp, T, label));
@@ -121,15 +124,17 @@ static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage,
     if (builds < 0) builds = info.builds;
     TEST_CHECK(PETSC_COMM_WORLD, info.builds == builds && info.value_builds == 0,
                "%s: a change of read level rebuilt the copy (%" PetscInt64_FMT " builds, %" PetscInt64_FMT
-               " value-only)", label, info.builds, info.value_builds);
+               " value-only)",
+               label, info.builds, info.value_builds);
     TEST_CHECK(PETSC_COMM_WORLD, info.segments == n && info.read_level == (level ? level : n),
                "%s: MatAIJMPGetInfo says %" PetscInt_FMT " segments, read level %" PetscInt_FMT, label, info.segments,
                info.read_level);
-    TEST_CHECK(PETSC_COMM_WORLD, info.lossy == ((level && level < n) ? PETSC_TRUE : PETSC_FALSE),
-               "%s: lossy flag %d", label, (int)info.lossy);
+    TEST_CHECK(PETSC_COMM_WORLD, info.lossy == ((level && level < n) ? PETSC_TRUE : PETSC_FALSE), "%s: lossy flag %d",
+               label, (int)info.lossy);
     TEST_CHECK(PETSC_COMM_WORLD, info.rows[PETSCMP_FP64] > 0 && info.max_rel_error[PETSCMP_FP64] == 0.0,
                "%s: the stored values are not the exact fp64 ones", label);
-    if (level == 0 || level == n) full_bytes = info.bytes;
+    if (level == 0 || level == n)
+      full_bytes = info.bytes;
     else if (full_bytes > 0) /* the value bytes read shrink to level / n; the index bytes stay */
       TEST_CHECK(PETSC_COMM_WORLD, info.bytes < full_bytes && info.bytes > (double)level / n * full_bytes,
                  "%s: %g bytes read, at full level %g", label, info.bytes, full_bytes);
@@ -144,8 +149,8 @@ static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage,
 static PetscErrorCode CheckEllmpLevels(const TestMatOpts *o, MatAIJMPStorage storage, const char *name)
 {
   const int n = storage == MAT_AIJMP_SPLIT2 ? 2 : 4;
-  Mat       Aaij, Ael;
-  char      label[128];
+  Mat Aaij, Ael;
+  char label[128];
 
   PetscFunctionBeginUser;
   PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &Aaij));
@@ -153,11 +158,11 @@ static PetscErrorCode CheckEllmpLevels(const TestMatOpts *o, MatAIJMPStorage sto
   PetscCall(MatELLMPSetStorage(Ael, storage)); /* the assembled values stored anew */
   for (PetscInt level = 0; level <= n; level++) {
     PetscInt got;
-    Mat      T;
+    Mat T;
     PetscCall(MatAIJMPSetReadLevel(Ael, level));
     PetscCall(MatAIJMPGetReadLevel(Ael, &got));
-    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n), "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT,
-               name, level, got);
+    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n),
+               "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT, name, level, got);
     PetscCall(TruncatedAIJ(Aaij, n, (int)(level ? level : n), &T));
     PetscCall(PetscSNPrintf(label, sizeof label, "%s read %" PetscInt_FMT " of %d", name, level, n));
     PetscCall(CheckProductsBitwise(Ael, T, label));
@@ -165,6 +170,106 @@ static PetscErrorCode CheckEllmpLevels(const TestMatOpts *o, MatAIJMPStorage sto
   }
   PetscCall(MatDestroy(&Aaij));
   PetscCall(MatDestroy(&Ael));
+  PetscFunctionReturn(0);
+}
+
+/* y[i] == at[level[i] - 1][i] for every local row, bit for bit. */
+static PetscErrorCode CheckRowsTakeTheirLevel(Vec y, Vec at[], const PetscInt level[], const char *label)
+{
+  const PetscScalar *a, *b;
+  PetscInt n, bad = -1;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(y, &n));
+  PetscCall(VecGetArrayRead(y, &a));
+  for (PetscInt i = 0; i < n && bad < 0; i++) {
+    PetscCall(VecGetArrayRead(at[level[i] - 1], &b));
+    if (memcmp(&a[i], &b[i], sizeof a[i])) bad = i;
+    PetscCall(VecRestoreArrayRead(at[level[i] - 1], &b));
+  }
+  PetscCall(VecRestoreArrayRead(y, &a));
+  TEST_CHECK(PETSC_COMM_SELF, bad < 0,
+             "%s: local row %" PetscInt_FMT " differs from the product at its level %" PetscInt_FMT, label, bad,
+             bad < 0 ? 0 : level[bad]);
+  PetscFunctionReturn(0);
+}
+
+/* A read level per row (MatAIJMPSetRowReadLevels): MatMult and MatMultAdd (in place) give each row bit for bit what
+   the whole product at that row's level gives it; transposes read the matrix-wide level; the counts are reported; a
+   matrix-wide level drops the levels per row. Levels in equal shares, then mostly the heads. */
+static PetscErrorCode CheckRowLevels(const TestMatOpts *o, MatType type, MatAIJMPStorage storage, const char *name)
+{
+  const int n = storage == MAT_AIJMP_SPLIT2 ? 2 : 4;
+  Mat A;
+  Vec x, z, y, yt, ytl, at[4], atz[4];
+  PetscInt nloc, rstart, *level, counts[5];
+  char label[160];
+
+  PetscFunctionBeginUser;
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, type, o, &A));
+  if (!strcmp(type, "ellmp"))
+    PetscCall(MatELLMPSetStorage(A, storage));
+  else
+    PetscCall(MatAIJMPSetStorage(A, storage));
+  PetscCall(MatCreateVecs(A, &x, &y));
+  PetscCall(VecDuplicate(y, &z));
+  PetscCall(VecDuplicate(x, &yt));
+  PetscCall(VecDuplicate(x, &ytl));
+  PetscCall(TestVecFill(x, 7));
+  PetscCall(TestVecFill(z, 8));
+  for (int l = 0; l < n; l++) {
+    PetscCall(VecDuplicate(y, &at[l]));
+    PetscCall(VecDuplicate(y, &atz[l]));
+    PetscCall(MatAIJMPSetReadLevel(A, l + 1));
+    PetscCall(MatMult(A, x, at[l]));
+    PetscCall(MatMultAdd(A, x, z, atz[l]));
+  }
+  PetscCall(MatAIJMPSetReadLevel(A, 1));
+  PetscCall(MatMultTranspose(A, y, ytl)); /* y: any vector of the row space */
+  PetscCall(VecGetLocalSize(y, &nloc));
+  PetscCall(VecGetOwnershipRange(y, &rstart, NULL));
+  PetscCall(PetscMalloc1(nloc + 1, &level));
+  for (int mostly_head = 0; mostly_head < 2; mostly_head++) {
+    PetscInt want[5] = {0};
+    for (PetscInt i = 0; i < nloc; i++) {
+      const PetscInt g = rstart + i;
+      level[i]         = mostly_head && (g * 5 + 1) % 9 ? 1 : 1 + (g * 7 + 3) % n;
+      want[level[i]]++;
+    }
+    PetscCall(PetscSNPrintf(label, sizeof label, "%s levels per row%s", name, mostly_head ? ", mostly heads" : ""));
+    PetscCall(MatAIJMPSetRowReadLevels(A, level));
+    PetscCall(MatAIJMPGetRowReadLevelCounts(A, counts));
+    for (int l = 0; l < 5; l++)
+      TEST_CHECK(PETSC_COMM_SELF, counts[l] == want[l],
+                 "%s: %" PetscInt_FMT " rows counted at level %d, %" PetscInt_FMT " set", label, counts[l], l, want[l]);
+    PetscCall(MatMult(A, x, y));
+    PetscCall(CheckRowsTakeTheirLevel(y, at, level, label));
+    PetscCall(VecCopy(z, y));
+    PetscCall(MatMultAdd(A, x, y, y));
+    PetscCall(CheckRowsTakeTheirLevel(y, atz, level, label));
+    PetscCall(MatMultTranspose(A, at[0], yt));
+    PetscCall(MatMultTranspose(A, at[0], ytl)); /* (level 1 still the matrix-wide one) */
+    PetscCall(TestCheckBitwise(yt, ytl, label));
+  }
+  PetscCall(MatAIJMPSetReadLevel(A, 0)); /* drops the levels per row: every row exact */
+  PetscCall(MatAIJMPGetRowReadLevelCounts(A, counts));
+  TEST_CHECK(PETSC_COMM_SELF, counts[n] == nloc && counts[1] == 0,
+             "%s: after MatAIJMPSetReadLevel(0) %" PetscInt_FMT " rows counted at the full level of %" PetscInt_FMT,
+             name, counts[n], nloc);
+  PetscCall(MatMult(A, x, y));
+  PetscCall(PetscSNPrintf(label, sizeof label, "%s after MatAIJMPSetReadLevel(0)", name));
+  PetscCall(TestCheckBitwise(y, at[n - 1], label));
+  for (int l = 0; l < n; l++) {
+    PetscCall(VecDestroy(&at[l]));
+    PetscCall(VecDestroy(&atz[l]));
+  }
+  PetscCall(PetscFree(level));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&z));
+  PetscCall(VecDestroy(&yt));
+  PetscCall(VecDestroy(&ytl));
+  PetscCall(MatDestroy(&A));
   PetscFunctionReturn(0);
 }
 
@@ -190,6 +295,32 @@ static PetscErrorCode CheckErrors(const TestMatOpts *o)
   EXPECT_ERROR(MatMult(A, x, y), "read level 1 with the AIJ kernel");
   PetscCall(MatAIJMPSetKernel(A, MAT_AIJMP_KERNEL_AUTO));
   PetscCall(MatMult(A, x, y)); /* the same matrix is usable again */
+  {
+    PetscInt nloc, *level;
+    PetscCall(MatAIJMPSetReadLevel(A, 0));
+    PetscCall(MatGetLocalSize(A, &nloc, NULL));
+    PetscCall(PetscMalloc1(nloc + 1, &level));
+    for (PetscInt i = 0; i < nloc; i++)
+      level[i] = 1;
+    if (nloc) {
+      level[nloc - 1] = 3; /* split2 has 2 segments */
+      EXPECT_ERROR(MatAIJMPSetRowReadLevels(A, level), "a row's read level 3 of split2");
+      level[nloc - 1] = 0;
+      EXPECT_ERROR(MatAIJMPSetRowReadLevels(A, level), "a row's read level 0");
+      level[nloc - 1] = 1;
+    }
+    PetscCall(MatAIJMPSetRowReadLevels(A, level));
+    PetscCall(MatMult(A, x, y));
+    PetscCall(MatAIJMPSetKernel(A, MAT_AIJMP_KERNEL_AIJ));
+    EXPECT_ERROR(MatMult(A, x, y), "read levels per row with the AIJ kernel");
+    PetscCall(MatAIJMPSetKernel(A, MAT_AIJMP_KERNEL_AUTO));
+    PetscCall(MatAIJMPSetStorage(A, MAT_AIJMP_LOSSLESS));
+    EXPECT_ERROR(MatMult(A, x, y), "read levels per row of lossless storage");
+    EXPECT_ERROR(MatAIJMPSetRowReadLevels(A, level), "setting read levels per row on lossless storage");
+    PetscCall(MatAIJMPSetRowReadLevels(A, NULL));
+    PetscCall(MatMult(A, x, y));
+    PetscCall(PetscFree(level));
+  }
   PetscCall(TestMatCreate(PETSC_COMM_WORLD, "ellmp", o, &E));
   PetscCall(MatAIJMPSetReadLevel(E, 1)); /* ellmp in lossless storage: the product refuses */
   EXPECT_ERROR(MatMult(E, x, y), "read level 1 of lossless ellmp");
@@ -203,7 +334,7 @@ static PetscErrorCode CheckErrors(const TestMatOpts *o)
 int main(int argc, char **argv)
 {
   TestMatOpts o;
-  PetscInt    M = 240;
+  PetscInt M = 240;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscMPInitializePackage());
@@ -226,6 +357,12 @@ int main(int argc, char **argv)
     o.inode = inode ? PETSC_TRUE : PETSC_FALSE;
     PetscCall(CheckEllmpLevels(&o, MAT_AIJMP_SPLIT2, inode ? "ellmp split2 inodes" : "ellmp split2"));
     PetscCall(CheckEllmpLevels(&o, MAT_AIJMP_SPLIT4, inode ? "ellmp split4 inodes" : "ellmp split4"));
+  }
+  for (int inode = 0; inode < 2; inode++) {
+    o.inode = inode ? PETSC_TRUE : PETSC_FALSE;
+    PetscCall(CheckRowLevels(&o, MATAIJMP, MAT_AIJMP_SPLIT2, inode ? "aijmp split2 inodes" : "aijmp split2"));
+    PetscCall(CheckRowLevels(&o, MATAIJMP, MAT_AIJMP_SPLIT4, inode ? "aijmp split4 inodes" : "aijmp split4"));
+    PetscCall(CheckRowLevels(&o, "ellmp", MAT_AIJMP_SPLIT4, inode ? "ellmp split4 inodes" : "ellmp split4"));
   }
   o.inode = PETSC_FALSE;
   PetscCall(CheckErrors(&o));

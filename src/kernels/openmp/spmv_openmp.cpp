@@ -630,8 +630,11 @@ int default_thread_count()
   return 1;
 }
 
+namespace {
+// spmv reading `read` segments of split storage (0: all).
 template <typename Index>
-void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads)
+void spmv_at(const CompactCsr &A, CsrPattern<Index> pattern, int read, const double *x, const double *z, double *y,
+             int nthreads)
 {
   [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
   if (A.entry_split()) { // the comparison baseline: two passes over the rows
@@ -656,7 +659,7 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
         thread_slices(block, t, team, k0, k1);
       else
         thread_rows(block, pattern.rowptr, t, team, k0, k1);
-      dispatch_block_values(block, A.read_segments, [&](auto tag) {
+      dispatch_block_values(block, read, [&](auto tag) {
         using S = typename decltype(tag)::type;
         // z aliasing y is safe: each row reads z[row] before writing y[row]
         dispatch_order(A.order, [&](auto order) {
@@ -673,6 +676,45 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
       });
     }
   }
+}
+
+constexpr std::int64_t kMinParallelRows = 4096; // fewer rows of a block: one thread (a team costs microseconds)
+
+// fn(block, k, row) for the block rows of every block whose row reads another
+// level than base, the rows shared among the threads.
+template <typename Fn>
+void for_rows_off_base(const CompactCsr &A, const std::uint8_t *levels, int base, int nt, Fn &&fn)
+{
+  for (const RowBlock &block : A.blocks) {
+    const std::int64_t n = block.row_count();
+    PETSCMP_OMP(omp parallel for num_threads(nt) if (nt > 1 && n >= kMinParallelRows) schedule(static))
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::int64_t row = block.row(k);
+      if (levels[row] != base) fn(block, k, row);
+    }
+  }
+}
+} // namespace
+
+template <typename Index>
+void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads)
+{
+  spmv_at(A, pattern, A.read_segments, x, z, y, nthreads);
+}
+
+template <typename Index>
+void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, int base,
+                     const double *x, const double *z, double *y, double *scratch, int nthreads)
+{
+  if (A.entry_split()) throw StorageError("petscmp: per-row read levels need split storage, not an entry split");
+  const int nt = threads_available() ? std::max(1, nthreads) : 1;
+  // rows of other levels first: z (which may be y) is still intact
+  for_rows_off_base(A, levels, base, nt, [&](const RowBlock &block, std::int64_t k, std::int64_t row) {
+    scratch[row] = block_row_product(block, pattern.rowptr, pattern.cols, A.order, levels[row], k, x, z ? z[row] : 0.0);
+  });
+  spmv_at(A, pattern, base, x, z, y, nt);
+  for_rows_off_base(A, levels, base, nt,
+                    [&](const RowBlock &, std::int64_t, std::int64_t row) { y[row] = scratch[row]; });
 }
 
 template <typename Index>
@@ -733,6 +775,10 @@ template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, c
                                  int);
 template void spmv<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *, double *,
                                  int);
+template void spmv_row_levels<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const std::uint8_t *, int,
+                                            const double *, const double *, double *, double *, int);
+template void spmv_row_levels<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const std::uint8_t *, int,
+                                            const double *, const double *, double *, double *, int);
 template void spmv_transpose<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *,
                                            double *, int);
 template void spmv_transpose<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,

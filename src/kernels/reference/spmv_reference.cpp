@@ -84,6 +84,22 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
     rowwise_spmv(A, pattern, x, z, y);
 }
 
+// Each row at its own level: the definition, row by row.
+template <typename Index>
+void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> p, const std::uint8_t *levels, const double *x,
+                     const double *z, double *y)
+{
+  if (A.entry_split()) throw StorageError("petscmp: per-row read levels need split storage, not an entry split");
+  if (!A.all_rows_covered)
+    for (std::int64_t i = 0; i < A.nrows; ++i)
+      y[i] = z ? z[i] : 0.0;
+  for (const RowBlock &block : A.blocks)
+    for (std::int64_t k = 0; k < block.row_count(); ++k) {
+      const std::int64_t row = block.row(k);
+      y[row]                 = block_row_product(block, p.rowptr, p.cols, A.order, levels[row], k, x, z ? z[row] : 0.0);
+    }
+}
+
 // Visits the rows of all blocks in ascending row order (grouped blocks list
 // their rows in ascending order; a merge over at most kFormatCount blocks), so
 // y[col] accumulates in SeqAIJ's order and the transpose matches it bitwise.
@@ -153,6 +169,10 @@ template void spmv_transpose<std::int32_t>(const CompactCsr &, CsrPattern<std::i
                                            double *);
 template void spmv_transpose<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,
                                            double *);
+template void spmv_row_levels<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const std::uint8_t *,
+                                            const double *, const double *, double *);
+template void spmv_row_levels<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const std::uint8_t *,
+                                            const double *, const double *, double *);
 
 } // namespace reference
 } // namespace petscmp

@@ -230,6 +230,21 @@ PetscErrorCode AIJMPCheckReadLevel(Mat A, const AIJMPSettings &s)
   const PetscInt segments = storage_mode_segments(s.opts.mode);
 
   PetscFunctionBegin;
+  if (s.row_levels) {
+    PetscCheck(segments > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_INCOMP,
+               "Read levels per row (MatAIJMPSetRowReadLevels) need the split2 or split4 storage, not %s",
+               storage_mode_name(s.opts.mode));
+    PetscCheck(s.row_levels->max <= segments, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
+               "A row's read level %" PetscInt_FMT " exceeds the %" PetscInt_FMT " segments of the %s storage",
+               s.row_levels->max, segments, storage_mode_name(s.opts.mode));
+    PetscCheck(static_cast<PetscInt>(s.row_levels->levels.size()) == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+               "The read levels per row were set for %" PetscInt_FMT " local rows; the matrix has %" PetscInt_FMT,
+               static_cast<PetscInt>(s.row_levels->levels.size()), A->rmap->n);
+    PetscCheck(s.kernel != MAT_AIJMP_KERNEL_AIJ ||
+                   s.row_levels->rows[segments] == static_cast<PetscInt>(s.row_levels->levels.size()),
+               PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_INCOMP,
+               "Read levels per row need the compact kernel: -mat_aijmp_kernel aij reads the fp64 values");
+  }
   if (s.read_segments == 0) PetscFunctionReturn(0);
   PetscCheck(segments > 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_INCOMP,
              "A read level (MatAIJMPSetReadLevel, -mat_aijmp_read_level %" PetscInt_FMT
@@ -827,7 +842,114 @@ PetscErrorCode MatAIJMPSetReadLevel(Mat A, PetscInt level)
   PetscCheck(level >= 0 && level <= 4, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
              "The read level is a number of segments, 1 to 4 (0: all), not %" PetscInt_FMT, level);
   PetscCall(AIJMPChangeSettings(
-      A, kSetReadLevel, [&](AIJMPSettings &s) { s.read_segments = level; }, false));
+      A, kSetReadLevel,
+      [&](AIJMPSettings &s) {
+        s.read_segments = level;
+        s.row_levels.reset(); // (one level for every row again)
+      },
+      false));
+  PetscFunctionReturn(0);
+}
+
+// The level of the product every row is read at first: the one that reads the fewest value bytes in all, the rows
+// of other levels read again at theirs (rows stand in for their values: rows of one matrix have similar lengths).
+static int cheapest_base_level(const PetscInt rows[5], PetscInt nrows, PetscInt segments)
+{
+  int base         = 1;
+  PetscInt64 least = -1;
+  for (int b = 1; b <= segments; ++b) {
+    PetscInt64 bytes = static_cast<PetscInt64>(nrows) * b;
+    for (int l = 1; l <= segments; ++l)
+      if (l != b) bytes += static_cast<PetscInt64>(rows[l]) * l;
+    if (least < 0 || bytes < least) {
+      least = bytes;
+      base  = b;
+    }
+  }
+  return base;
+}
+
+/*@
+   MatAIJMPSetRowReadLevels - Sets, for each local row of a split-storage `MATAIJMP` or `MATELLMP` matrix, how many
+   segments of its values `MatMult()` and `MatMultAdd()` read
+
+   Not Collective
+
+   Input Parameters:
++  A - the matrix, with storage `MAT_AIJMP_SPLIT2` or `MAT_AIJMP_SPLIT4`
+-  levels - one level per local row, 1 (the heads) to the number of segments (the exact values); NULL returns to
+            one level for every row (`MatAIJMPSetReadLevel()`)
+
+   Notes:
+   Each row's result is bit for bit what a product at that row's level (`MatAIJMPSetReadLevel()`) gives for the
+   row, so a component-wise method (`KSPMPJACOBI` with the `component` strategy) reads the tails of the rows that
+   need them only. The product reads every row at one level (the one most rows have) and then reads the rows of
+   other levels again at theirs. The levels are copied. Transposed products read the matrix-wide level. Setting a
+   matrix-wide level with `MatAIJMPSetReadLevel()` drops the levels per row. Matrices of other types ignore this
+   call.
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetReadLevel()`, `MatAIJMPGetRowReadLevelCounts()`, `KSPMPJACOBI`
+@*/
+PetscErrorCode MatAIJMPSetRowReadLevels(Mat A, const PetscInt levels[])
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(AIJMPQuerySettings(A, &s, true));
+  if (!s) PetscFunctionReturn(0);
+  if (!levels) {
+    s->row_levels.reset();
+    PetscFunctionReturn(0);
+  }
+  const PetscInt segments = storage_mode_segments(s->opts.mode), n = A->rmap->n;
+  PetscCheck(segments > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP,
+             "Read levels per row need the split2 or split4 storage, not %s", storage_mode_name(s->opts.mode));
+  auto rl = std::make_shared<RowReadLevels>();
+  rl->levels.resize(static_cast<std::size_t>(n));
+  for (PetscInt i = 0; i < n; ++i) {
+    PetscCheck(levels[i] >= 1 && levels[i] <= segments, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE,
+               "The read level of local row %" PetscInt_FMT " is %" PetscInt_FMT
+               ": a number of segments from 1 to %" PetscInt_FMT " is needed",
+               i, levels[i], segments);
+    rl->levels[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(levels[i]);
+    rl->rows[levels[i]]++;
+    rl->max = PetscMax(rl->max, levels[i]);
+  }
+  rl->base      = cheapest_base_level(rl->rows, n, segments);
+  s->row_levels = std::move(rl);
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPGetRowReadLevelCounts - Gets how many local rows `MatMult()` reads at each level
+
+   Not Collective
+
+   Input Parameter:
+.  A - the matrix
+
+   Output Parameter:
+.  rows - rows[l] for l = 1 .. 4: the local rows read at l segments (rows[0] is 0); with no levels per row set,
+          every row counts at the matrix-wide level (all zeros for storage that is not split and for matrices of
+          other types)
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetRowReadLevels()`, `MatAIJMPGetReadLevel()`
+@*/
+PetscErrorCode MatAIJMPGetRowReadLevelCounts(Mat A, PetscInt rows[5])
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(AIJMPQuerySettings(A, &s, true));
+  for (int l = 0; l < 5; ++l)
+    rows[l] = s && s->row_levels ? s->row_levels->rows[l] : 0;
+  if (s && !s->row_levels && AIJMPReadLevel(*s) > 0) rows[AIJMPReadLevel(*s)] = A->rmap->n;
   PetscFunctionReturn(0);
 }
 

@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include <petsc/private/matimpl.h>
 
@@ -15,6 +16,15 @@
 #include "petscmp/core/compact_csr.hpp"
 
 namespace petscmp {
+
+// Split storage, a read level per local row (MatAIJMPSetRowReadLevels): MatMult and MatMultAdd read row i at
+// levels[i] segments, through one product at the level `base` and the other rows recomputed.
+struct RowReadLevels {
+  std::vector<std::uint8_t> levels; // per local row: segments read, 1 .. the storage's segments
+  int base         = 1;             // the level most value bytes are read at (the cheapest product to start from)
+  PetscInt max     = 1;             // the highest level of a row
+  PetscInt rows[5] = {};            // rows[l]: local rows at level l
+};
 
 // Settings of one matrix (for an MPI matrix, the parent's, pushed to its blocks).
 struct AIJMPSettings {
@@ -27,7 +37,10 @@ struct AIJMPSettings {
   // after each (0: automatic)
   PetscInt64 assembly_step = 0;
   // split storage: the segments products read, from the most significant (0: all, the exact values)
-  PetscInt read_segments  = 0;
+  PetscInt read_segments = 0;
+  // split storage: a read level per local row for MatMult and MatMultAdd (null: read_segments for every row);
+  // shared by an MPI matrix's blocks (the same local rows)
+  std::shared_ptr<const RowReadLevels> row_levels;
   bool options_read       = false; // -mat_aijmp_* were read (by MatSetFromOptions or lazily)
   unsigned explicitly_set = 0;     // fields set through the C API win over a lazy options read
 };
@@ -143,6 +156,7 @@ struct SeqAIJMP : ReplacedOps {
   PetscInt64 full_builds  = 0;     // compact copies built from scratch (formats, layout, indices, values)
   PetscInt64 value_builds = 0;     // value-only rebuilds: same pattern and row formats, values rewritten in place
   PetscErrorCode (*retrievevalues)(Mat) = nullptr;
+  std::vector<double> row_level_scratch; // products with a read level per row: the rows of other levels
 };
 
 struct MPIAIJMP : ReplacedOps {

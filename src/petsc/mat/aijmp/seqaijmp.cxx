@@ -232,8 +232,13 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
   const CsrPattern<PetscInt> pattern{view.rowptr, view.cols};
   const int nt = AIJMPThreadCount(data_of(A)->settings);
   // guarded: a threaded transpose allocates one partial sum per thread, which may throw std::bad_alloc
+  const RowReadLevels *levels = data_of(A)->settings.row_levels.get();
   PetscCall(guarded([&] {
-    if (product == Product::mult)
+    if (product == Product::mult && levels) {
+      data_of(A)->row_level_scratch.resize(static_cast<std::size_t>(A->rmap->n));
+      openmp::spmv_row_levels(*c, pattern, levels->levels.data(), levels->base, x, z, y,
+                              data_of(A)->row_level_scratch.data(), nt);
+    } else if (product == Product::mult)
       openmp::spmv(*c, pattern, x, z, y, nt);
     else
       openmp::spmv_transpose(*c, pattern, x, z, y, nt);

@@ -410,10 +410,15 @@ PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
   }
   const int nt = AIJMPThreadCount(data_of(A)->settings);
   // no master pattern: every block holds its own indices
+  const RowReadLevels *levels = data_of(A)->settings.row_levels.get();
   PetscCall(guarded([&] {
     if (transpose)
       openmp::spmv_transpose(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
-    else
+    else if (levels) {
+      data_of(A)->row_level_scratch.resize(static_cast<std::size_t>(A->rmap->n));
+      openmp::spmv_row_levels(*c, CsrPattern<PetscInt>{}, levels->levels.data(), levels->base, x, z, y,
+                              data_of(A)->row_level_scratch.data(), nt);
+    } else
       openmp::spmv(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
   }));
   if (zz && zz == yy)
