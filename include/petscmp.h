@@ -340,16 +340,21 @@ $                          and step up one level where the residual is within a 
 $                          observed rate), where it stopped decreasing, or where it meets the tolerance (default)
 $  KSP_MPJACOBI_STEPS    - step up after given iteration counts or relative residuals (a thesis-style schedule)
 $  KSP_MPJACOBI_FULL     - always read every segment: plain damped Jacobi (KSPRICHARDSON) on the exact values
+$  KSP_MPJACOBI_COMPONENT - a read level per row (`MatAIJMPSetRowReadLevels()`), the CPMS adaptive Jacobi: every phi
+$                          iterations a row steps up one level where its exact residual stopped shrinking at the
+$                          rate its residual at the row's level shows (the stagnation test with threshold delta)
 
    Level: intermediate
 
 .seealso: `KSPMPJACOBI`, `KSPMPJacobiSetStrategy()`
 E*/
-typedef enum { KSP_MPJACOBI_RESIDUAL, KSP_MPJACOBI_STEPS, KSP_MPJACOBI_FULL } KSPMPJacobiStrategy;
+typedef enum { KSP_MPJACOBI_RESIDUAL, KSP_MPJACOBI_STEPS, KSP_MPJACOBI_FULL, KSP_MPJACOBI_COMPONENT } KSPMPJacobiStrategy;
 PETSC_EXTERN const char *const KSPMPJacobiStrategies[];
 
 PETSC_EXTERN PetscErrorCode KSPMPJacobiSetStrategy(KSP, KSPMPJacobiStrategy);
 PETSC_EXTERN PetscErrorCode KSPMPJacobiGetStrategy(KSP, KSPMPJacobiStrategy *);
+PETSC_EXTERN PetscErrorCode KSPMPJacobiGetReadShare(KSP, PetscReal *);
+PETSC_EXTERN PetscErrorCode KSPMPJacobiGetRowLevelCounts(KSP, PetscInt[5], PetscInt *);
 PETSC_EXTERN PetscErrorCode KSPMPJacobiSetOmega(KSP, PetscReal);
 PETSC_EXTERN PetscErrorCode KSPMPJacobiGetLevelIterations(KSP, PetscInt *, PetscInt[]);
 

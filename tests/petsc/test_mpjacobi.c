@@ -2,7 +2,8 @@ static char help[] =
     "petscmp: KSPMPJACOBI. On an AIJ operator it is KSPRICHARDSON (the same iterates bit for bit, every norm\n"
     "type); on split storage every strategy reaches the tolerance on the exact residual, with the\n"
     "level schedule asked for; convergence is never declared on a reduced-level residual; a stagnating\n"
-    "residual steps the level up; the operator's read level is restored; bad options are errors.\n"
+    "residual steps the level up; the component strategy steps rows up one by one and reads less; the\n"
+    "operator's read level is restored; bad options are errors.\n"
     "  -k <grid points per direction> (default 40)\n\n";
 
 #include "petscmp_test.h"
@@ -51,6 +52,8 @@ typedef struct {
   PetscInt nhist;
   PetscReal hist[4096];
   PetscInt segments, level_its[4];
+  PetscReal share;                  /* of the value bytes read */
+  PetscInt rows_at_end[5], stepped; /* component strategy */
 } SolveResult;
 
 static PetscErrorCode Solve(Mat A, const char *prefix, Vec b, Vec x, SolveResult *res)
@@ -73,7 +76,11 @@ static PetscErrorCode Solve(Mat A, const char *prefix, Vec b, Vec x, SolveResult
   PetscCall(KSPGetResidualHistory(ksp, &hist, &res->nhist));
   PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPMPJACOBI, &mp));
   res->segments = 0;
-  if (mp) PetscCall(KSPMPJacobiGetLevelIterations(ksp, &res->segments, res->level_its));
+  if (mp) {
+    PetscCall(KSPMPJacobiGetLevelIterations(ksp, &res->segments, res->level_its));
+    PetscCall(KSPMPJacobiGetReadShare(ksp, &res->share));
+    PetscCall(KSPMPJacobiGetRowLevelCounts(ksp, res->rows_at_end, &res->stepped));
+  }
   PetscCall(VecDuplicate(b, &r));
   {
     PetscInt level = 0;
@@ -172,8 +179,8 @@ int main(int argc, char **argv)
     PetscCall(GridMatrix(k, MATAIJMP, &Amp));
     PetscCall(MatAIJMPSetStorage(Amp, s ? MAT_AIJMP_SPLIT4 : MAT_AIJMP_SPLIT2));
     PetscCall(MatAIJMPSetReadLevel(Amp, 1)); /* the user's level: restored after each solve */
-    const char *strategies[] = {"residual", "steps -mp_ksp_mpjacobi_steps_its 20,40,60", "full"};
-    for (int st = 0; st < 3; st++) {
+    const char *strategies[] = {"residual", "steps -mp_ksp_mpjacobi_steps_its 20,40,60", "full", "component"};
+    for (int st = 0; st < 4; st++) {
       PetscCall(PetscSNPrintf(opts, sizeof opts,
                               "-mp_ksp_type mpjacobi -mp_pc_type jacobi -mp_ksp_rtol 1e-8 -mp_ksp_max_it 2000 "
                               "-mp_ksp_mpjacobi_strategy %s",
@@ -187,7 +194,9 @@ int main(int argc, char **argv)
       TEST_CHECK(PETSC_COMM_WORLD, res->reason > 0 && res->true_residual <= 1e-8 * bnorm,
                  "%s %s: reason %d, true residual %g against the tolerance %g", storages[s], strategies[st],
                  (int)res->reason, (double)res->true_residual, (double)(1e-8 * bnorm));
-      TEST_CHECK(PETSC_COMM_WORLD, res->its <= ref->its + ref->its / 10 + 2,
+      /* component: each of the n - 1 steps of a row is seen at the next stagnation test, up to phi = 10 iterations
+         late */
+      TEST_CHECK(PETSC_COMM_WORLD, res->its <= ref->its + ref->its / 10 + 2 + (st == 3 ? (n - 1) * 10 : 0),
                  "%s %s: %" PetscInt_FMT " iterations, fp64 Jacobi %" PetscInt_FMT, storages[s], strategies[st],
                  res->its, ref->its);
       TEST_CHECK(PETSC_COMM_WORLD, res->segments == n, "%s: %" PetscInt_FMT " segments reported", storages[s],
@@ -201,6 +210,25 @@ int main(int argc, char **argv)
                    res->level_its[0] == 20 && (n == 2 || (res->level_its[1] == 20 && res->level_its[2] == 20)),
                    "%s steps: iterations per level %" PetscInt_FMT " %" PetscInt_FMT " %" PetscInt_FMT, storages[s],
                    res->level_its[0], res->level_its[1], res->level_its[2]);
+      if (st == 3) { /* the heads hold each value to 2^-20 (split2) or 2^-4: rows step up, the others read less */
+        PetscInt rows = 0, below = 0;
+        for (PetscInt l = 1; l <= n; l++)
+          rows += res->rows_at_end[l];
+        for (PetscInt l = 1; l < n; l++)
+          below += res->rows_at_end[l];
+        TEST_CHECK(PETSC_COMM_WORLD, rows == k * k && res->stepped > 0 && res->rows_at_end[1] < rows,
+                   "%s component: %" PetscInt_FMT " rows counted of %" PetscInt_FMT ", %" PetscInt_FMT
+                   " steps up, %" PetscInt_FMT " rows left at level 1",
+                   storages[s], rows, k * k, res->stepped, res->rows_at_end[1]);
+        TEST_CHECK(PETSC_COMM_WORLD, res->share < 0.95 && res->share > 1.0 / n,
+                   "%s component: %.3f of the value bytes read (%" PetscInt_FMT
+                   " rows below the full level at the end)",
+                   storages[s], (double)res->share, below);
+        PetscInt counts[5];
+        PetscCall(MatAIJMPGetRowReadLevelCounts(Amp, counts));
+        TEST_CHECK(PETSC_COMM_WORLD, counts[1] > 0 && counts[2] == 0,
+                   "%s component: the levels per row were not dropped after the solve", storages[s]);
+      }
       if (st == 2)
         TEST_CHECK(PETSC_COMM_WORLD, res->level_its[n - 1] == res->its && res->its == ref->its,
                    "%s full: %" PetscInt_FMT " iterations at the full level of %" PetscInt_FMT
@@ -218,6 +246,14 @@ int main(int argc, char **argv)
                "%s: a reduced level's convergence was taken (reason %d, true residual %g, %" PetscInt_FMT
                " of %" PetscInt_FMT " its at level 1)",
                storages[s], (int)res->reason, (double)res->true_residual, res->level_its[0], res->its);
+    /* 3b. component, the stagnation test never flags a row: level 1's residual meets the tolerance, the exact one
+       does not, and the rows step up from there */
+    PetscCall(SetOptions("", "-cn_ksp_type mpjacobi -cn_pc_type jacobi -cn_ksp_rtol 1e-8 -cn_ksp_max_it 2000 "
+                             "-cn_ksp_mpjacobi_strategy component -cn_ksp_mpjacobi_row_floor 1e30"));
+    PetscCall(Solve(Amp, "cn_", b, x, res));
+    TEST_CHECK(PETSC_COMM_WORLD, res->reason > 0 && res->true_residual <= 1e-8 * bnorm && res->stepped == 0,
+               "%s component, no row flagged: reason %d, true residual %g, %" PetscInt_FMT " steps by the test",
+               storages[s], (int)res->reason, (double)res->true_residual, res->stepped);
     /* 4. stagnation: an unreachable tolerance; each level's residual falls to its rounding floor and stops
        decreasing, which steps the level up (no attainable test) until every segment is read */
     PetscCall(SetOptions("", "-st_ksp_type mpjacobi -st_pc_type jacobi -st_ksp_rtol 1e-40 -st_ksp_atol 0 "
@@ -246,10 +282,16 @@ int main(int argc, char **argv)
   }
 
   /* 6. bad options */
-  const char *bad[] = {"-e_ksp_mpjacobi_omega -1",           "-e_ksp_mpjacobi_first_level 5",
-                       "-e_ksp_mpjacobi_check_every 0",      "-e_ksp_mpjacobi_steps_rtol 2",
-                       "-e_ksp_mpjacobi_strategy sometimes", "-e_ksp_mpjacobi_attainable_factor -3",
-                       "-e_ksp_mpjacobi_steps_its 30,10"};
+  const char *bad[] = {"-e_ksp_mpjacobi_omega -1",
+                       "-e_ksp_mpjacobi_first_level 5",
+                       "-e_ksp_mpjacobi_check_every 0",
+                       "-e_ksp_mpjacobi_steps_rtol 2",
+                       "-e_ksp_mpjacobi_strategy sometimes",
+                       "-e_ksp_mpjacobi_attainable_factor -3",
+                       "-e_ksp_mpjacobi_steps_its 30,10",
+                       "-e_ksp_mpjacobi_phi 0",
+                       "-e_ksp_mpjacobi_delta 0",
+                       "-e_ksp_mpjacobi_row_floor -1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     KSP ksp;
     char opts[256];

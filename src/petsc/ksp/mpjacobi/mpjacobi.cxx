@@ -1,18 +1,19 @@
 // KSPMPJACOBI: damped Jacobi (Richardson with the preconditioner, x <- x + omega B (b - A x)) that reads only
 // the part of each matrix value it needs. On a split-storage aijmp operator (split2, split4) the residual
 // products read the first segments of each value (MatAIJMPSetReadLevel); the level steps up as the iteration
-// needs more (strategy residual or steps). Convergence is only ever declared on a residual read at the full
-// level: a reduced level's residual that meets the tolerance is checked against the exact one first.
-// On any other operator this is KSPRICHARDSON, operation for operation (the same figures).
+// needs more (strategy residual or steps), or row by row (strategy component). Convergence is only ever declared on a
+// residual read at the full level: a reduced level's residual that meets the tolerance is checked against the exact one
+// first. On any other operator this is KSPRICHARDSON, operation for operation (the same figures).
 #include <petsc/private/kspimpl.h>
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "petscmp.h"
 #include "ksp/mpjacobi/mpjacobiimpl.h"
 
-const char *const KSPMPJacobiStrategies[] = {"residual",      "steps", "full", "KSPMPJacobiStrategy",
+const char *const KSPMPJacobiStrategies[] = {"residual",      "steps", "full", "component", "KSPMPJacobiStrategy",
                                              "KSP_MPJACOBI_", nullptr};
 
 namespace {
@@ -29,12 +30,19 @@ struct MPJacobi {
   PetscInt nsteps_its = 0, nsteps_rtol = 0;
   PetscInt steps_its[kMaxSteps];   // steps: step up after this many iterations (cumulative)
   PetscReal steps_rtol[kMaxSteps]; // steps: step up where |r| / |r0| <= this
-  PetscBool monitor = PETSC_FALSE;
+  PetscInt phi        = 10;        // component: iterations between stagnation tests
+  PetscReal delta     = 0.9;       // component: a row steps up where |z^{k-phi}/z^k - c^phi| > delta (c^phi - 1)
+  PetscReal row_floor = 0.1; // component: ... and where |r_i| > row_floor * a row's share of |r| or the tolerance
+  PetscBool monitor   = PETSC_FALSE;
   // the last solve
   PetscInt segments                     = 0; // of the operator's storage (0: not split)
   PetscInt level_its[kMaxSegments]      = {};
   PetscInt level_products[kMaxSegments] = {};
   PetscInt full_checks                  = 0; // products at the full level made only to check a reduced level
+  // component: global rows per level at the end, and the value bytes the products read (in fp64 products)
+  PetscInt rows_at_end[kMaxSegments + 1] = {};
+  double component_reads                 = 0;
+  PetscInt steps_by_test                 = 0; // rows stepped up by the stagnation test
 };
 
 MPJacobi *data_of(KSP ksp)
@@ -62,11 +70,47 @@ public:
   PetscInt full() const { return d_->segments; }
   bool reduced() const { return d_->segments > 0 && level_ < d_->segments; }
 
+  // Component strategy: every row starts at `level` (set_level then keeps the rows' own levels, none below it).
+  PetscErrorCode start_components(PetscInt level)
+  {
+    PetscInt n;
+
+    PetscFunctionBegin;
+    PetscCall(MatGetLocalSize(A_, &n, nullptr));
+    row_level_.assign(static_cast<std::size_t>(n), level);
+    component_ = true;
+    PetscCall(set_level(level));
+    PetscFunctionReturn(0);
+  }
+  bool component() const { return component_; }
+  std::vector<PetscInt> &row_levels() { return row_level_; }
+  const PetscInt *rows_at() const { return rows_at_; }
+  // The operator reads `level` (the full level: every segment of every row); with per-row levels below the full
+  // level, each row reads its own and `level` is their least (collective: the counts are summed over the ranks).
   PetscErrorCode set_level(PetscInt level)
   {
     PetscFunctionBegin;
     level_ = level;
-    if (d_->segments) PetscCall(MatAIJMPSetReadLevel(A_, level));
+    if (!d_->segments) PetscFunctionReturn(0);
+    if (!component_ || level >= full()) {
+      PetscCall(MatAIJMPSetReadLevel(A_, level));
+      PetscFunctionReturn(0);
+    }
+    for (PetscInt &l : row_level_)
+      l = std::max(l, level);
+    PetscCall(MatAIJMPSetRowReadLevels(A_, row_level_.data()));
+    PetscCall(MatAIJMPGetRowReadLevelCounts(A_, rows_at_));
+    PetscCallMPI(
+        MPI_Allreduce(MPI_IN_PLACE, rows_at_, kMaxSegments + 1, MPIU_INT, MPI_SUM, PetscObjectComm((PetscObject)ksp_)));
+    PetscInt total = 0;
+    double read    = 0;
+    for (PetscInt l = 1; l <= full(); ++l) {
+      total += rows_at_[l];
+      read += (double)rows_at_[l] * (double)l;
+    }
+    for (level_ = 1; level_ < full() && rows_at_[level_] == 0; ++level_) {
+    }
+    row_share_ = total ? read / ((double)total * (double)full()) : 1.0;
     PetscFunctionReturn(0);
   }
   // r <- b - A x at the current level
@@ -76,6 +120,7 @@ public:
     PetscCall(KSP_MatMult(ksp_, A_, x, r));
     PetscCall(VecAYPX(r, -1.0, b));
     d_->level_products[d_->segments ? level_ - 1 : 0]++;
+    d_->component_reads += component_ && reduced() ? row_share_ : 1.0;
     known_norm_ = -1;
     PetscFunctionReturn(0);
   }
@@ -143,9 +188,13 @@ private:
   KSP ksp_;
   Mat A_;
   MPJacobi *d_;
-  PetscInt level_       = 0;
-  PetscInt since_step_  = 0;
-  PetscReal known_norm_ = -1;
+  bool component_ = false;
+  std::vector<PetscInt> row_level_;          // component: each local row's level
+  PetscInt rows_at_[kMaxSegments + 1] = {};  // component: global rows per level
+  double row_share_                   = 1.0; // component: the share of the value bytes a product reads
+  PetscInt level_                     = 0;
+  PetscInt since_step_                = 0;
+  PetscReal known_norm_               = -1;
   // residual strategy
   PetscReal part_[kMaxSegments] = {-1, -1, -1, -1}; // |(A - A_L) x| per level, measured or estimated (< 0: unknown)
   PetscReal rn_prev_            = -1;               // |r_L| after the previous iteration at this level
@@ -269,13 +318,99 @@ PetscErrorCode steps_strategy_check(KSP ksp, Solve &solve, PetscReal rnorm0, Vec
   PetscFunctionReturn(0);
 }
 
+// Strategy component (the CPMS paper's adaptive Jacobi, per row). Every phi iterations the exact residual r is
+// computed (one product reading every segment) next to the residual r_L of the rows' levels. While the truncation
+// of a row's values is small against its residual, both shrink alike over the phi iterations: |r_i| by the factor
+// c^phi = |r_L,i^{k-phi}| / |r_L,i^k| that the row's level shows. Where |r_i| stopped shrinking so (it reached the
+// part the truncation causes, which r_L does not see), the paper's test |z^{k-phi}/z^k - c^phi| > delta (c^phi - 1)
+// with z = |r_i| flags the row, and it reads one more segment. (The paper tests the update |x^k - x^{k-1}|: with an
+// fp64 iterate the update decays geometrically at any read level and never stagnates, so the exact residual is the
+// quantity that shows the truncation here.) The next update uses the exact residual; z_old and zl_old keep |r| and
+// |r_L| of this test for the next.
+PetscErrorCode component_strategy_check(KSP ksp, Solve &solve, Vec x, Vec b, Vec r, Vec w, Vec z_old, Vec zl_old,
+                                        PetscReal floor)
+{
+  MPJacobi *d = data_of(ksp);
+  PetscScalar *rr, *zo, *zlo;
+  const PetscScalar *ww;
+  PetscInt n, stepped = 0;
+
+  PetscFunctionBegin;
+  if (!solve.reduced() || ksp->its % d->phi) PetscFunctionReturn(0);
+  PetscReal rn;
+  PetscCall(VecNorm(r, NORM_2, &rn)); // the residual at the rows' levels: stagnation of the whole iteration
+  const bool stagnated = solve.window_rn() >= 0 && rn >= solve.window_rn();
+  solve.window_rn()    = rn;
+  PetscCall(solve.full_residual(x, b, w));
+  { // a row that stagnates below its share of the current exact residual (or of the tolerance) does not hold the
+    // iteration back yet: it keeps its level until the residual comes down to it
+    PetscReal wn;
+    PetscInt N;
+    PetscCall(VecNorm(w, NORM_2, &wn));
+    PetscCall(VecGetSize(w, &N));
+    floor = PetscMax(floor, d->row_floor * wn / PetscSqrtReal((PetscReal)PetscMax(N, 1)));
+  }
+  PetscCall(VecGetLocalSize(r, &n));
+  PetscCall(VecGetArray(r, &rr));
+  PetscCall(VecGetArrayRead(w, &ww));
+  PetscCall(VecGetArray(z_old, &zo));
+  PetscCall(VecGetArray(zl_old, &zlo));
+  std::vector<PetscInt> &level = solve.row_levels();
+  for (PetscInt i = 0; i < n; ++i) {
+    const double z = std::fabs((double)PetscRealPart(ww[i])), zl = std::fabs((double)PetscRealPart(rr[i]));
+    const double z0 = (double)PetscRealPart(zo[i]), zl0 = (double)PetscRealPart(zlo[i]);
+    bool step = false;
+    if (level[i] < solve.full() && z > floor && z0 > 0 && zl0 > 0) {
+      if (zl == 0)
+        step = true; // the row's level residual vanished, the exact one did not
+      else {
+        const double c_phi = zl0 / zl; // the reduction over phi iterations the row's level shows
+        step               = std::fabs(z0 / z - c_phi) > (double)d->delta * (c_phi - 1.0);
+      }
+    }
+    if (step) {
+      level[i]++;
+      stepped++;
+    }
+    zo[i] = z;
+    if (step) { // its residual at the next level is near the exact one: the next update uses that
+      zlo[i] = z;
+      rr[i]  = ww[i];
+    } else
+      zlo[i] = zl;
+  }
+  PetscCall(VecRestoreArray(zl_old, &zlo));
+  PetscCall(VecRestoreArray(z_old, &zo));
+  PetscCall(VecRestoreArrayRead(w, &ww));
+  PetscCall(VecRestoreArray(r, &rr));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &stepped, 1, MPIU_INT, MPI_SUM, PetscObjectComm((PetscObject)ksp)));
+  d->steps_by_test += stepped;
+  PetscCall(solve.set_level(solve.level())); // the rows' new levels (and their least)
+  solve.known_norm() = -1;                   // (rows that stepped up hold their exact residual)
+  if (stagnated) { // the residual at the rows' levels did not decrease over phi iterations: every row at the
+                   // least level steps up (the rows' test may miss a level whose iteration does not converge)
+    PetscCall(solve.step_up(ksp->its, "the residual at the rows' levels stopped decreasing", x, b, r, w));
+    solve.window_rn() = -1;
+  }
+  if (d->monitor) {
+    PetscCall(PetscPrintf(PetscObjectComm((PetscObject)ksp),
+                          "  mpjacobi iteration %" PetscInt_FMT ": %" PetscInt_FMT " rows stepped up; rows per level",
+                          ksp->its, stepped));
+    for (PetscInt l = 1; l <= solve.full(); ++l)
+      PetscCall(
+          PetscPrintf(PetscObjectComm((PetscObject)ksp), " %" PetscInt_FMT ": %" PetscInt_FMT, l, solve.rows_at()[l]));
+    PetscCall(PetscPrintf(PetscObjectComm((PetscObject)ksp), "\n"));
+  }
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode KSPSetUp_MPJacobi(KSP ksp)
 {
   PC pc = ksp->pc;
 
   PetscFunctionBegin;
   if (!((PetscObject)pc)->type_name) PetscCall(PCSetType(pc, PCJACOBI)); // Jacobi by default
-  PetscCall(KSPSetWorkVecs(ksp, 3));
+  PetscCall(KSPSetWorkVecs(ksp, data_of(ksp)->strategy == KSP_MPJACOBI_COMPONENT ? 5 : 3));
   PetscFunctionReturn(0);
 }
 
@@ -293,9 +428,13 @@ PetscErrorCode KSPSolve_MPJacobi(KSP ksp)
              "Krylov method %s does not support diagonal scaling", ((PetscObject)ksp)->type_name);
   PetscCall(PCGetOperators(ksp->pc, &A, &P));
   PetscCall(segments_of(A, &d->segments));
+  if (d->strategy == KSP_MPJACOBI_COMPONENT && ksp->nwork < 5) PetscCall(KSPSetWorkVecs(ksp, 5)); // (set after setup)
   std::fill(d->level_its, d->level_its + kMaxSegments, 0);
   std::fill(d->level_products, d->level_products + kMaxSegments, 0);
-  d->full_checks = 0;
+  std::fill(d->rows_at_end, d->rows_at_end + kMaxSegments + 1, 0);
+  d->full_checks     = 0;
+  d->component_reads = 0;
+  d->steps_by_test   = 0;
   if (d->segments) PetscCall(MatAIJMPGetReadLevel(A, &user_level));
   PetscCheck(!d->segments || d->first_level <= d->segments, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE,
              "-ksp_mpjacobi_first_level %" PetscInt_FMT " exceeds the %" PetscInt_FMT " segments of the operator",
@@ -313,10 +452,25 @@ PetscErrorCode KSPSolve_MPJacobi(KSP ksp)
   // a strategy needs norms to judge by; without them (KSP_NORM_NONE) the full level is read
   const bool adaptive = d->segments && d->strategy != KSP_MPJACOBI_FULL &&
                         (ksp->normtype != KSP_NORM_NONE || d->strategy == KSP_MPJACOBI_STEPS);
+  const bool component = adaptive && d->strategy == KSP_MPJACOBI_COMPONENT;
+  Vec z_old = component ? ksp->work[3] : nullptr, zl_old = component ? ksp->work[4] : nullptr;
+  if (component) PetscCall(VecCopy(r, z_old)); // |r| of the exact initial residual
   if (adaptive && d->first_level < d->segments) {
     PetscCall(VecNorm(r, NORM_2, &rnorm0));
-    PetscCall(solve.set_level(d->first_level));
+    if (component)
+      PetscCall(solve.start_components(d->first_level));
+    else
+      PetscCall(solve.set_level(d->first_level));
     if (!ksp->guess_zero) PetscCall(solve.residual(x, b, r));
+  }
+  PetscReal row_floor = 0; // component: the tolerance's share of one row, times row_floor
+  if (component) {
+    PetscInt N;
+    PetscCall(VecGetSize(r, &N));
+    row_floor = d->row_floor * PetscMax(ksp->rtol * rnorm0, ksp->abstol) / PetscSqrtReal((PetscReal)PetscMax(N, 1));
+    PetscCall(VecCopy(r, zl_old));
+    PetscCall(VecAbs(z_old));
+    PetscCall(VecAbs(zl_old));
   }
 
   for (i = 0; i < ksp->max_it; i++) {
@@ -345,8 +499,10 @@ PetscErrorCode KSPSolve_MPJacobi(KSP ksp)
       if (adaptive && d->strategy == KSP_MPJACOBI_RESIDUAL)
         PetscCall(residual_strategy_check(ksp, solve, x, b, r, z, w));
       if (adaptive && d->strategy == KSP_MPJACOBI_STEPS) PetscCall(steps_strategy_check(ksp, solve, rnorm0, x, b, r));
+      if (component) PetscCall(component_strategy_check(ksp, solve, x, b, r, w, z_old, zl_old, row_floor));
     }
   }
+  if (component) std::copy(solve.rows_at(), solve.rows_at() + kMaxSegments + 1, d->rows_at_end);
   if (!ksp->reason) {
     if (solve.reduced() && ksp->normtype != KSP_NORM_NONE) { // the last figures are exact ones
       PetscCall(solve.set_level(d->segments));
@@ -385,6 +541,11 @@ PetscErrorCode KSPView_MPJacobi(KSP ksp, PetscViewer viewer)
                                      " (from level %" PetscInt_FMT "; a full-level check every %" PetscInt_FMT
                                      " iterations; step up where the residual is within %g x the level's part)",
                                      d->first_level, d->check_every, (double)d->attainable));
+  if (d->strategy == KSP_MPJACOBI_COMPONENT)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     " (a level per row, from level %" PetscInt_FMT
+                                     "; stagnation test every %" PetscInt_FMT " iterations, delta %g)",
+                                     d->first_level, d->phi, (double)d->delta));
   if (d->strategy == KSP_MPJACOBI_STEPS) {
     PetscCall(PetscViewerASCIIPrintf(viewer, " (from level %" PetscInt_FMT "; after iterations", d->first_level));
     for (PetscInt k = 0; k < d->nsteps_its; k++)
@@ -399,6 +560,33 @@ PetscErrorCode KSPView_MPJacobi(KSP ksp, PetscViewer viewer)
   if (!d->segments) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: the operator is not split storage: every value read whole "
                                              "(as KSPRICHARDSON)\n"));
+    PetscFunctionReturn(0);
+  }
+  PetscInt rows = 0;
+  for (PetscInt l = 1; l <= d->segments; l++)
+    rows += d->rows_at_end[l];
+  if (rows) {
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  last solve, split storage of %" PetscInt_FMT " segments: rows per read "
+                                     "level at the end",
+                                     d->segments));
+    PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+    for (PetscInt l = 1; l <= d->segments; l++)
+      PetscCall(PetscViewerASCIIPrintf(viewer, " %" PetscInt_FMT ": %.1f%%", l,
+                                       100.0 * (double)d->rows_at_end[l] / (double)rows));
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, " (%" PetscInt_FMT " steps up by the stagnation test)\n", d->steps_by_test));
+    PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
+    PetscInt products = 0;
+    for (PetscInt l = 0; l < d->segments; l++)
+      products += d->level_products[l];
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  %" PetscInt_FMT " products (%" PetscInt_FMT
+                                     " of them at the full level for the tests and checks) read %.1f%% of the value "
+                                     "bytes of as many fp64 reads, %.1f%% of those of one fp64 product per iteration\n",
+                                     products, d->full_checks,
+                                     products ? 100.0 * d->component_reads / (double)products : 0.0,
+                                     100.0 * d->component_reads / (double)(ksp->its + 1)));
     PetscFunctionReturn(0);
   }
   PetscInt products = 0;
@@ -445,6 +633,16 @@ PetscErrorCode KSPSetFromOptions_MPJacobi(KSP ksp, PetscOptionItems *PetscOption
                              "Strategy residual: step up where |r_L| <= factor * |(A - A_L) x| (0: only on stagnation "
                              "or at the tolerance)",
                              "KSPMPJACOBI", d->attainable, &d->attainable, nullptr));
+  PetscCall(PetscOptionsInt("-ksp_mpjacobi_phi", "Strategy component: iterations between stagnation tests",
+                            "KSPMPJACOBI", d->phi, &d->phi, nullptr));
+  PetscCall(PetscOptionsReal("-ksp_mpjacobi_delta",
+                             "Strategy component: a row steps up where |z_old/z - c^phi| > delta (c^phi - 1)",
+                             "KSPMPJACOBI", d->delta, &d->delta, nullptr));
+  PetscCall(PetscOptionsReal("-ksp_mpjacobi_row_floor",
+                             "Strategy component: ... and where its exact residual exceeds this times one row's share of "
+                             "the exact residual or of the tolerance, max(|r|, rtol |r0|, abstol) / sqrt(N) (0: every "
+                             "row the test flags)",
+                             "KSPMPJACOBI", d->row_floor, &d->row_floor, nullptr));
   n = kMaxSteps;
   PetscCall(PetscOptionsIntArray("-ksp_mpjacobi_steps_its",
                                  "Strategy steps: step up one level after these iteration counts (cumulative)",
@@ -465,6 +663,12 @@ PetscErrorCode KSPSetFromOptions_MPJacobi(KSP ksp, PetscOptionItems *PetscOption
              "-ksp_mpjacobi_first_level is a number of segments, 1 to 4, not %" PetscInt_FMT, d->first_level);
   PetscCheck(d->check_every >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "-ksp_mpjacobi_check_every must be at least 1, not %" PetscInt_FMT, d->check_every);
+  PetscCheck(d->phi >= 1, comm, PETSC_ERR_ARG_OUTOFRANGE, "-ksp_mpjacobi_phi must be at least 1, not %" PetscInt_FMT,
+             d->phi);
+  PetscCheck(d->delta > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-ksp_mpjacobi_delta must be positive, not %g",
+             (double)d->delta);
+  PetscCheck(d->row_floor >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-ksp_mpjacobi_row_floor must be nonnegative, not %g",
+             (double)d->row_floor);
   PetscCheck(d->attainable >= 0, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "-ksp_mpjacobi_attainable_factor must be nonnegative, not %g", (double)d->attainable);
   for (PetscInt k = 0; k < d->nsteps_its; k++)
@@ -493,26 +697,30 @@ PetscErrorCode KSPDestroy_MPJacobi(KSP ksp)
 
    Options Database Keys:
 +  -ksp_mpjacobi_omega <1> - the damping factor
-.  -ksp_mpjacobi_strategy <residual,steps,full> - how the read level is chosen (`KSPMPJacobiStrategy`)
+.  -ksp_mpjacobi_strategy <residual,steps,full,component> - how the read level is chosen (`KSPMPJacobiStrategy`)
 .  -ksp_mpjacobi_first_level <1> - the level a solve starts at
 .  -ksp_mpjacobi_check_every <10> - residual: iterations between full-level checks
 .  -ksp_mpjacobi_attainable_factor <10> - residual: step up where |r_L| <= factor |(A - A_L) x|
 .  -ksp_mpjacobi_steps_its <i1,i2,i3> - steps: step up after these iteration counts
 .  -ksp_mpjacobi_steps_rtol <t1,t2,t3> - steps: step up where |r|/|r0| falls to these
+.  -ksp_mpjacobi_phi <10> - component: iterations between stagnation tests
+.  -ksp_mpjacobi_delta <0.9> - component: the test's threshold factor
+.  -ksp_mpjacobi_row_floor <0.1> - component: a flagged row keeps its level while its exact residual is below this
+   times max(|r|, rtol |r0|, abstol) / sqrt(N)
 -  -ksp_mpjacobi_monitor - print each change of level and its reason
 
    Notes:
    B is the preconditioner: `PCJACOBI` (the default here) gives Jacobi's D^-1 from the exact diagonal, `PCAPBJACOBI`
    block Jacobi. The operator should be `MATAIJMP` with storage `MAT_AIJMP_SPLIT2` or `MAT_AIJMP_SPLIT4`: its products
    then read the first L segments of each value (a relative change below 2^-(64 L / n - 12)), and L rises as the
-   strategy decides. Reading at level L the iteration converges toward the solution of the truncated operator A_L; the
-   true residual stalls near |(A - A_L) x|, which the residual strategy measures (one product at the full level every
-   check_every iterations) to step up in time. Convergence is declared only on a residual read at the full level:
-   where a reduced level's residual meets the tolerance, the full-level residual is computed and decides. The initial
-   residual and the last one are read at the full level. With `KSP_NORM_NONE` (a multigrid smoother) the residual
-   strategy has no norms to judge by and reads every segment. The operator's own read level is restored after each
-   solve. On other operators the iteration is `KSPRICHARDSON`'s with scale omega, operation for operation.
-   Norm types: unpreconditioned (default), preconditioned, none.
+   strategy decides (component: a level per row, `MatAIJMPSetRowReadLevels()`). Reading at level L the iteration
+converges toward the solution of the truncated operator A_L; the true residual stalls near |(A - A_L) x|, which the
+residual strategy measures (one product at the full level every check_every iterations) to step up in time. Convergence
+is declared only on a residual read at the full level: where a reduced level's residual meets the tolerance, the
+full-level residual is computed and decides. The initial residual and the last one are read at the full level. With
+`KSP_NORM_NONE` (a multigrid smoother) the residual strategy has no norms to judge by and reads every segment. The
+operator's own read level is restored after each solve. On other operators the iteration is `KSPRICHARDSON`'s with scale
+omega, operation for operation. Norm types: unpreconditioned (default), preconditioned, none.
 
    Level: intermediate
 
@@ -555,7 +763,7 @@ static PetscErrorCode KSPMPJacobiData(KSP ksp, MPJacobi **d)
 -  strategy - see `KSPMPJacobiStrategy`
 
    Options Database Key:
-.  -ksp_mpjacobi_strategy <residual,steps,full> - the strategy
+.  -ksp_mpjacobi_strategy <residual,steps,full,component> - the strategy
 
    Notes:
    Solvers of other types ignore this call.
@@ -570,7 +778,7 @@ PetscErrorCode KSPMPJacobiSetStrategy(KSP ksp, KSPMPJacobiStrategy strategy)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
-  PetscCheck(strategy >= KSP_MPJACOBI_RESIDUAL && strategy <= KSP_MPJACOBI_FULL, PetscObjectComm((PetscObject)ksp),
+  PetscCheck(strategy >= KSP_MPJACOBI_RESIDUAL && strategy <= KSP_MPJACOBI_COMPONENT, PetscObjectComm((PetscObject)ksp),
              PETSC_ERR_ARG_OUTOFRANGE, "Unknown mpjacobi strategy %d", (int)strategy);
   PetscCall(KSPMPJacobiData(ksp, &d));
   if (d) d->strategy = strategy;
@@ -660,5 +868,74 @@ PetscErrorCode KSPMPJacobiGetLevelIterations(KSP ksp, PetscInt *segments, PetscI
   *segments = d->segments;
   for (int l = 0; l < kMaxSegments; l++)
     its[l] = d->level_its[l];
+  PetscFunctionReturn(0);
+}
+
+/*@
+   KSPMPJacobiGetReadShare - Gets the share of the value bytes the products of the last `KSPMPJACOBI` solve read,
+   against as many products reading every segment
+
+   Not Collective
+
+   Input Parameter:
+.  ksp - the solver
+
+   Output Parameter:
+.  share - in (0, 1]; 1 when the operator is not split storage or every product read every segment
+
+   Notes:
+   Levels per row (strategy component) count each row's share as its level over the segments: rows stand for their
+   values (the rows of one operator have similar lengths).
+
+   Level: advanced
+
+.seealso: `KSPMPJACOBI`, `KSPMPJacobiGetRowLevelCounts()`
+@*/
+PetscErrorCode KSPMPJacobiGetReadShare(KSP ksp, PetscReal *share)
+{
+  MPJacobi *d = nullptr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscCall(KSPMPJacobiData(ksp, &d));
+  PetscCheck(d, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_WRONG,
+             "KSPMPJacobiGetReadShare() needs a KSP of type mpjacobi");
+  PetscInt products = 0;
+  for (int l = 0; l < kMaxSegments; l++)
+    products += d->level_products[l];
+  *share = products && d->segments ? (PetscReal)(d->component_reads / (double)products) : 1.0;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   KSPMPJacobiGetRowLevelCounts - Gets, for the last `KSPMPJACOBI` solve with the component strategy, how many rows
+   read each level at its end, and how many steps up the stagnation test made
+
+   Not Collective
+
+   Input Parameter:
+.  ksp - the solver
+
+   Output Parameters:
++  rows - rows[l] for l = 1 .. 4: the rows (of all processes) at level l when the iteration ended (all 0 for the other
+          strategies)
+-  stepped - the steps up the stagnation test made (a row may step several times), or NULL
+
+   Level: advanced
+
+.seealso: `KSPMPJACOBI`, `KSPMPJacobiGetReadShare()`, `MatAIJMPSetRowReadLevels()`
+@*/
+PetscErrorCode KSPMPJacobiGetRowLevelCounts(KSP ksp, PetscInt rows[5], PetscInt *stepped)
+{
+  MPJacobi *d = nullptr;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscCall(KSPMPJacobiData(ksp, &d));
+  PetscCheck(d, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_WRONG,
+             "KSPMPJacobiGetRowLevelCounts() needs a KSP of type mpjacobi");
+  for (int l = 0; l <= kMaxSegments; l++)
+    rows[l] = d->rows_at_end[l];
+  if (stepped) *stepped = d->steps_by_test;
   PetscFunctionReturn(0);
 }
