@@ -39,8 +39,9 @@ template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y,
                     int nthreads);
 // One product over every row at level `base`, then the rows of another level
-// recomputed at theirs (computed first into scratch[row], so z may alias y;
-// scratch holds A.nrows doubles). Cheapest with base the level of most values.
+// written over with theirs (computed first, through the block kernels over the
+// units that hold such rows, so z may alias y; scratch holds 2 A.nrows
+// doubles). Cheapest with base the level of most values.
 template <typename Index>
 void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, int base,
                      const double *x, const double *z, double *y, double *scratch, int nthreads);

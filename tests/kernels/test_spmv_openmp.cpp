@@ -104,7 +104,7 @@ template <typename Index> void compare_row_levels(const Matrix<Index> &a, Compac
       ASSERT_TRUE(same(ref[i], at_level[levels[i]][i])) << "row " << i << " at level " << int(levels[i]);
       ASSERT_TRUE(same(refz[i], at_level_z[levels[i]][i])) << "row " << i << " at level " << int(levels[i]);
     }
-    std::vector<double> scratch(nr);
+    std::vector<double> scratch(2 * nr);
     for (int base = 1; base <= segments; ++base)
       for (int nt : {1, 3}) {
         SCOPED_TRACE("base " + std::to_string(base) + ", threads " + std::to_string(nt));

@@ -680,17 +680,99 @@ void spmv_at(const CompactCsr &A, CsrPattern<Index> pattern, int read, const dou
 
 constexpr std::int64_t kMinParallelRows = 4096; // fewer rows of a block: one thread (a team costs microseconds)
 
-// fn(block, k, row) for the block rows of every block whose row reads another
-// level than base, the rows shared among the threads.
-template <typename Fn>
-void for_rows_off_base(const CompactCsr &A, const std::uint8_t *levels, int base, int nt, Fn &&fn)
+constexpr std::int64_t kUnitChunk = 256; // units (nodes, slices, rows) a thread scans at a time
+
+// The units the kernels of block b go through: nodes, slices or rows; [k0, k1)
+// are the block rows of unit u.
+std::int64_t unit_count(const RowBlock &b)
+{
+  return b.node_layout() ? static_cast<std::int64_t>(b.nodes.size()) : b.sliced() ? b.slice_count() : b.row_count();
+}
+void unit_rows(const RowBlock &b, std::int64_t u, std::int64_t &k0, std::int64_t &k1)
+{
+  if (b.node_layout()) {
+    k0 = b.nodes[static_cast<std::size_t>(u)].first;
+    k1 = k0 + b.nodes[static_cast<std::size_t>(u)].rows;
+  } else if (b.sliced()) {
+    k0 = u * kSliceRows;
+    k1 = std::min(b.row_count(), k0 + kSliceRows);
+  } else {
+    k0 = u;
+    k1 = u + 1;
+  }
+}
+
+// keep[row] = row's product read at `level` (+ z[row]) for every row of that
+// level: the units holding such rows go through the block's own kernel at that
+// level, in runs of consecutive units, into unit_out (their other rows are
+// dropped), so the rows are read with the same code (and bits) as a whole
+// product at that level.
+template <typename Index>
+void rows_at_level(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, int level,
+                   const double *x, const double *z, double *unit_out, double *keep, [[maybe_unused]] int nt)
+{
+  for (const RowBlock &block : A.blocks) {
+    const std::int64_t units = unit_count(block), chunks = (units + kUnitChunk - 1) / kUnitChunk;
+    const auto holds_level = [&](std::int64_t u) {
+      std::int64_t k0, k1;
+      unit_rows(block, u, k0, k1);
+      for (std::int64_t k = k0; k < k1; ++k)
+        if (levels[block.row(k)] == level) return true;
+      return false;
+    };
+    const auto keep_rows = [&](std::int64_t u0, std::int64_t u1) {
+      std::int64_t k0, k1, kend;
+      unit_rows(block, u0, k0, k1);
+      unit_rows(block, u1 - 1, k1, kend);
+      for (std::int64_t k = k0; k < kend; ++k) {
+        const std::int64_t row = block.row(k);
+        if (levels[row] == level) keep[row] = unit_out[row];
+      }
+    };
+    dispatch_block_values(block, level, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      dispatch_order(A.order, [&](auto order) {
+        constexpr SumOrder O = decltype(order)::value;
+        const auto run       = [&](std::int64_t u0, std::int64_t u1) {
+          if (block.node_layout())
+            nodes<O, S>(block, u0, u1, x, z, unit_out);
+          else if (block.sliced())
+            slices<O, S>(block, u0, u1, x, z, unit_out);
+          else if (block.grouped())
+            block_rows<O, S, true>(block, pattern, u0, u1, x, z, unit_out);
+          else
+            block_rows<O, S, false>(block, pattern, u0, u1, x, z, unit_out);
+          keep_rows(u0, u1);
+        };
+        PETSCMP_OMP(omp parallel for num_threads(nt) if (nt > 1 && chunks > 1) schedule(static))
+        for (std::int64_t c = 0; c < chunks; ++c) {
+          const std::int64_t u0 = c * kUnitChunk, u1 = std::min(units, u0 + kUnitChunk);
+          std::int64_t start = -1;
+          for (std::int64_t u = u0; u < u1; ++u) {
+            const bool held = holds_level(u);
+            if (held && start < 0) start = u;
+            if (!held && start >= 0) {
+              run(start, u);
+              start = -1;
+            }
+          }
+          if (start >= 0) run(start, u1);
+        }
+      });
+    });
+  }
+}
+
+// y[row] = keep[row] for the rows of another level than base.
+void take_rows_off_base(const CompactCsr &A, const std::uint8_t *levels, int base, const double *keep, double *y,
+                        [[maybe_unused]] int nt)
 {
   for (const RowBlock &block : A.blocks) {
     const std::int64_t n = block.row_count();
     PETSCMP_OMP(omp parallel for num_threads(nt) if (nt > 1 && n >= kMinParallelRows) schedule(static))
     for (std::int64_t k = 0; k < n; ++k) {
       const std::int64_t row = block.row(k);
-      if (levels[row] != base) fn(block, k, row);
+      if (levels[row] != base) y[row] = keep[row];
     }
   }
 }
@@ -708,13 +790,15 @@ void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::
 {
   if (A.entry_split()) throw StorageError("petscmp: per-row read levels need split storage, not an entry split");
   const int nt = threads_available() ? std::max(1, nthreads) : 1;
+  int segments = 0;
+  for (const RowBlock &block : A.blocks)
+    segments = std::max(segments, block.segments);
+  double *unit_out = scratch, *keep = scratch + A.nrows;
   // rows of other levels first: z (which may be y) is still intact
-  for_rows_off_base(A, levels, base, nt, [&](const RowBlock &block, std::int64_t k, std::int64_t row) {
-    scratch[row] = block_row_product(block, pattern.rowptr, pattern.cols, A.order, levels[row], k, x, z ? z[row] : 0.0);
-  });
+  for (int level = 1; level <= segments; ++level)
+    if (level != base) rows_at_level(A, pattern, levels, level, x, z, unit_out, keep, nt);
   spmv_at(A, pattern, base, x, z, y, nt);
-  for_rows_off_base(A, levels, base, nt,
-                    [&](const RowBlock &, std::int64_t, std::int64_t row) { y[row] = scratch[row]; });
+  take_rows_off_base(A, levels, base, keep, y, nt);
 }
 
 template <typename Index>
