@@ -2,9 +2,11 @@
 // structure is the master CSR (row pointers and column indices).
 //   spmv:            y = A x        (z == nullptr)   or  y = A x + z   (z may alias y)
 //   spmv_transpose:  y = A^T x      (z == nullptr)   or  y = A^T x + z (z may alias y)
-//   spmv_row_levels: spmv where each row reads its own number of segments of
-//                    split storage: levels[row] (1 .. segments); every row's
-//                    result is bitwise that of spmv at its level
+//   spmv_row_levels: spmv where each row reads at least its own number of
+//                    segments of split storage, levels[row] (1 .. segments):
+//                    the rows a kernel reads together (a node, a slice of 8
+//                    rows) read the highest level among them, once; every
+//                    row's result is bitwise that of spmv at that level
 // All arithmetic is fp64; values are read through the accessor.
 #pragma once
 
@@ -38,13 +40,9 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
 template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y,
                     int nthreads);
-// One product over every row at level `base`, then the rows of another level
-// written over with theirs (computed first, through the block kernels over the
-// units that hold such rows, so z may alias y; scratch holds 2 A.nrows
-// doubles). Cheapest with base the level of most values.
 template <typename Index>
-void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, int base,
-                     const double *x, const double *z, double *y, double *scratch, int nthreads);
+void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, const double *x,
+                     const double *z, double *y, int nthreads);
 } // namespace openmp
 
 } // namespace petscmp

@@ -631,16 +631,30 @@ int default_thread_count()
 }
 
 namespace {
-// spmv reading `read` segments of split storage (0: all).
-template <typename Index>
-void spmv_at(const CompactCsr &A, CsrPattern<Index> pattern, int read, const double *x, const double *z, double *y,
-             int nthreads)
+// The units the kernels of block b go through: nodes, slices or rows; [k0, k1)
+// are the block rows of unit u.
+void unit_rows(const RowBlock &b, std::int64_t u, std::int64_t &k0, std::int64_t &k1)
+{
+  if (b.node_layout()) {
+    k0 = b.nodes[static_cast<std::size_t>(u)].first;
+    k1 = k0 + b.nodes[static_cast<std::size_t>(u)].rows;
+  } else if (b.sliced()) {
+    k0 = u * kSliceRows;
+    k1 = std::min(b.row_count(), k0 + kSliceRows);
+  } else {
+    k0 = u;
+    k1 = u + 1;
+  }
+}
+
+// y = A x (+ z), unit u of a block read at unit_level(block, u) segments of
+// split storage (0: all): each thread's units in runs of one level, each run
+// through the block's kernel at that level.
+template <typename Index, typename UnitLevel>
+void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_level, const double *x, const double *z,
+                double *y, int nthreads)
 {
   [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
-  if (A.entry_split()) { // the comparison baseline: two passes over the rows
-    reference::spmv(A, pattern, x, z, y);
-    return;
-  }
   PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
   {
     const int t = thread_id(), team = team_size();
@@ -659,120 +673,28 @@ void spmv_at(const CompactCsr &A, CsrPattern<Index> pattern, int read, const dou
         thread_slices(block, t, team, k0, k1);
       else
         thread_rows(block, pattern.rowptr, t, team, k0, k1);
-      dispatch_block_values(block, read, [&](auto tag) {
-        using S = typename decltype(tag)::type;
-        // z aliasing y is safe: each row reads z[row] before writing y[row]
-        dispatch_order(A.order, [&](auto order) {
-          constexpr SumOrder O = decltype(order)::value;
-          if (block.node_layout())
-            nodes<O, S>(block, k0, k1, x, z, y);
-          else if (block.sliced())
-            slices<O, S>(block, k0, k1, x, z, y);
-          else if (block.grouped())
-            block_rows<O, S, true>(block, pattern, k0, k1, x, z, y);
-          else
-            block_rows<O, S, false>(block, pattern, k0, k1, x, z, y);
+      for (std::int64_t u0 = k0; u0 < k1;) {
+        const int read  = unit_level(block, u0);
+        std::int64_t u1 = u0 + 1;
+        while (u1 < k1 && unit_level(block, u1) == read)
+          ++u1;
+        dispatch_block_values(block, read, [&](auto tag) {
+          using S = typename decltype(tag)::type;
+          // z aliasing y is safe: each row reads z[row] before writing y[row]
+          dispatch_order(A.order, [&](auto order) {
+            constexpr SumOrder O = decltype(order)::value;
+            if (block.node_layout())
+              nodes<O, S>(block, u0, u1, x, z, y);
+            else if (block.sliced())
+              slices<O, S>(block, u0, u1, x, z, y);
+            else if (block.grouped())
+              block_rows<O, S, true>(block, pattern, u0, u1, x, z, y);
+            else
+              block_rows<O, S, false>(block, pattern, u0, u1, x, z, y);
+          });
         });
-      });
-    }
-  }
-}
-
-constexpr std::int64_t kMinParallelRows = 4096; // fewer rows of a block: one thread (a team costs microseconds)
-
-constexpr std::int64_t kUnitChunk = 256; // units (nodes, slices, rows) a thread scans at a time
-
-// The units the kernels of block b go through: nodes, slices or rows; [k0, k1)
-// are the block rows of unit u.
-std::int64_t unit_count(const RowBlock &b)
-{
-  return b.node_layout() ? static_cast<std::int64_t>(b.nodes.size()) : b.sliced() ? b.slice_count() : b.row_count();
-}
-void unit_rows(const RowBlock &b, std::int64_t u, std::int64_t &k0, std::int64_t &k1)
-{
-  if (b.node_layout()) {
-    k0 = b.nodes[static_cast<std::size_t>(u)].first;
-    k1 = k0 + b.nodes[static_cast<std::size_t>(u)].rows;
-  } else if (b.sliced()) {
-    k0 = u * kSliceRows;
-    k1 = std::min(b.row_count(), k0 + kSliceRows);
-  } else {
-    k0 = u;
-    k1 = u + 1;
-  }
-}
-
-// keep[row] = row's product read at `level` (+ z[row]) for every row of that
-// level: the units holding such rows go through the block's own kernel at that
-// level, in runs of consecutive units, into unit_out (their other rows are
-// dropped), so the rows are read with the same code (and bits) as a whole
-// product at that level.
-template <typename Index>
-void rows_at_level(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, int level,
-                   const double *x, const double *z, double *unit_out, double *keep, [[maybe_unused]] int nt)
-{
-  for (const RowBlock &block : A.blocks) {
-    const std::int64_t units = unit_count(block), chunks = (units + kUnitChunk - 1) / kUnitChunk;
-    const auto holds_level = [&](std::int64_t u) {
-      std::int64_t k0, k1;
-      unit_rows(block, u, k0, k1);
-      for (std::int64_t k = k0; k < k1; ++k)
-        if (levels[block.row(k)] == level) return true;
-      return false;
-    };
-    const auto keep_rows = [&](std::int64_t u0, std::int64_t u1) {
-      std::int64_t k0, k1, kend;
-      unit_rows(block, u0, k0, k1);
-      unit_rows(block, u1 - 1, k1, kend);
-      for (std::int64_t k = k0; k < kend; ++k) {
-        const std::int64_t row = block.row(k);
-        if (levels[row] == level) keep[row] = unit_out[row];
+        u0 = u1;
       }
-    };
-    dispatch_block_values(block, level, [&](auto tag) {
-      using S = typename decltype(tag)::type;
-      dispatch_order(A.order, [&](auto order) {
-        constexpr SumOrder O = decltype(order)::value;
-        const auto run       = [&](std::int64_t u0, std::int64_t u1) {
-          if (block.node_layout())
-            nodes<O, S>(block, u0, u1, x, z, unit_out);
-          else if (block.sliced())
-            slices<O, S>(block, u0, u1, x, z, unit_out);
-          else if (block.grouped())
-            block_rows<O, S, true>(block, pattern, u0, u1, x, z, unit_out);
-          else
-            block_rows<O, S, false>(block, pattern, u0, u1, x, z, unit_out);
-          keep_rows(u0, u1);
-        };
-        PETSCMP_OMP(omp parallel for num_threads(nt) if (nt > 1 && chunks > 1) schedule(static))
-        for (std::int64_t c = 0; c < chunks; ++c) {
-          const std::int64_t u0 = c * kUnitChunk, u1 = std::min(units, u0 + kUnitChunk);
-          std::int64_t start = -1;
-          for (std::int64_t u = u0; u < u1; ++u) {
-            const bool held = holds_level(u);
-            if (held && start < 0) start = u;
-            if (!held && start >= 0) {
-              run(start, u);
-              start = -1;
-            }
-          }
-          if (start >= 0) run(start, u1);
-        }
-      });
-    });
-  }
-}
-
-// y[row] = keep[row] for the rows of another level than base.
-void take_rows_off_base(const CompactCsr &A, const std::uint8_t *levels, int base, const double *keep, double *y,
-                        [[maybe_unused]] int nt)
-{
-  for (const RowBlock &block : A.blocks) {
-    const std::int64_t n = block.row_count();
-    PETSCMP_OMP(omp parallel for num_threads(nt) if (nt > 1 && n >= kMinParallelRows) schedule(static))
-    for (std::int64_t k = 0; k < n; ++k) {
-      const std::int64_t row = block.row(k);
-      if (levels[row] != base) y[row] = keep[row];
     }
   }
 }
@@ -781,24 +703,31 @@ void take_rows_off_base(const CompactCsr &A, const std::uint8_t *levels, int bas
 template <typename Index>
 void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads)
 {
-  spmv_at(A, pattern, A.read_segments, x, z, y, nthreads);
+  if (A.entry_split()) { // the comparison baseline: two passes over the rows
+    reference::spmv(A, pattern, x, z, y);
+    return;
+  }
+  const int read = A.read_segments;
+  spmv_units(
+      A, pattern, [read](const RowBlock &, std::int64_t) { return read; }, x, z, y, nthreads);
 }
 
 template <typename Index>
-void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, int base,
-                     const double *x, const double *z, double *y, double *scratch, int nthreads)
+void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, const double *x,
+                     const double *z, double *y, int nthreads)
 {
   if (A.entry_split()) throw StorageError("petscmp: per-row read levels need split storage, not an entry split");
-  const int nt = threads_available() ? std::max(1, nthreads) : 1;
-  int segments = 0;
-  for (const RowBlock &block : A.blocks)
-    segments = std::max(segments, block.segments);
-  double *unit_out = scratch, *keep = scratch + A.nrows;
-  // rows of other levels first: z (which may be y) is still intact
-  for (int level = 1; level <= segments; ++level)
-    if (level != base) rows_at_level(A, pattern, levels, level, x, z, unit_out, keep, nt);
-  spmv_at(A, pattern, base, x, z, y, nt);
-  take_rows_off_base(A, levels, base, keep, y, nt);
+  spmv_units(
+      A, pattern,
+      [levels](const RowBlock &block, std::int64_t u) {
+        std::int64_t k0, k1;
+        unit_rows(block, u, k0, k1);
+        int level = 0;
+        for (std::int64_t k = k0; k < k1; ++k)
+          level = std::max<int>(level, levels[block.row(k)]);
+        return level;
+      },
+      x, z, y, nthreads);
 }
 
 template <typename Index>
@@ -859,10 +788,10 @@ template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, c
                                  int);
 template void spmv<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *, double *,
                                  int);
-template void spmv_row_levels<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const std::uint8_t *, int,
-                                            const double *, const double *, double *, double *, int);
-template void spmv_row_levels<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const std::uint8_t *, int,
-                                            const double *, const double *, double *, double *, int);
+template void spmv_row_levels<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const std::uint8_t *,
+                                            const double *, const double *, double *, int);
+template void spmv_row_levels<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const std::uint8_t *,
+                                            const double *, const double *, double *, int);
 template void spmv_transpose<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *,
                                            double *, int);
 template void spmv_transpose<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,

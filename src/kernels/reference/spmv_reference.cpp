@@ -1,5 +1,6 @@
 // Reference backend: plain loops, the ground truth the other backends are
 // tested against. Rows are visited in block order, entries in row order.
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -84,7 +85,8 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
     rowwise_spmv(A, pattern, x, z, y);
 }
 
-// Each row at its own level: the definition, row by row.
+// Each row at the highest level among the rows stored with it (its node, its
+// slice of 8 rows, or itself): the definition, row by row.
 template <typename Index>
 void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> p, const std::uint8_t *levels, const double *x,
                      const double *z, double *y)
@@ -95,8 +97,20 @@ void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> p, const std::uint8_
       y[i] = z ? z[i] : 0.0;
   for (const RowBlock &block : A.blocks)
     for (std::int64_t k = 0; k < block.row_count(); ++k) {
+      std::int64_t first = k, last = k + 1; // the block rows stored with row k
+      if (block.node_layout()) {
+        const NodeInfo &nd = block.nodes[static_cast<std::size_t>(block.node_of(k))];
+        first              = nd.first;
+        last               = nd.first + nd.rows;
+      } else if (block.sliced()) {
+        first = k / kSliceRows * kSliceRows;
+        last  = std::min(block.row_count(), first + kSliceRows);
+      }
+      int level = 0;
+      for (std::int64_t j = first; j < last; ++j)
+        level = std::max<int>(level, levels[block.row(j)]);
       const std::int64_t row = block.row(k);
-      y[row]                 = block_row_product(block, p.rowptr, p.cols, A.order, levels[row], k, x, z ? z[row] : 0.0);
+      y[row]                 = block_row_product(block, p.rowptr, p.cols, A.order, level, k, x, z ? z[row] : 0.0);
     }
 }
 

@@ -851,24 +851,6 @@ PetscErrorCode MatAIJMPSetReadLevel(Mat A, PetscInt level)
   PetscFunctionReturn(0);
 }
 
-// The level of the product every row is read at first: the one that reads the fewest value bytes in all, the rows
-// of other levels read again at theirs (rows stand in for their values: rows of one matrix have similar lengths).
-static int cheapest_base_level(const PetscInt rows[5], PetscInt nrows, PetscInt segments)
-{
-  int base         = 1;
-  PetscInt64 least = -1;
-  for (int b = 1; b <= segments; ++b) {
-    PetscInt64 bytes = static_cast<PetscInt64>(nrows) * b;
-    for (int l = 1; l <= segments; ++l)
-      if (l != b) bytes += static_cast<PetscInt64>(rows[l]) * l;
-    if (least < 0 || bytes < least) {
-      least = bytes;
-      base  = b;
-    }
-  }
-  return base;
-}
-
 /*@
    MatAIJMPSetRowReadLevels - Sets, for each local row of a split-storage `MATAIJMP` or `MATELLMP` matrix, how many
    segments of its values `MatMult()` and `MatMultAdd()` read
@@ -881,10 +863,11 @@ static int cheapest_base_level(const PetscInt rows[5], PetscInt nrows, PetscInt 
             one level for every row (`MatAIJMPSetReadLevel()`)
 
    Notes:
-   Each row's result is bit for bit what a product at that row's level (`MatAIJMPSetReadLevel()`) gives for the
-   row, so a component-wise method (`KSPMPJACOBI` with the `component` strategy) reads the tails of the rows that
-   need them only. The product reads every row at one level (the one most rows have) and then reads the rows of
-   other levels again at theirs. The levels are copied. Transposed products read the matrix-wide level. Setting a
+   A row is read at least at its level: the rows the kernels read together (a node of rows with one column list, a
+   slice of 8 rows) read the highest level among them, once. Each row's result is bit for bit what a product at that
+   level (`MatAIJMPSetReadLevel()`) gives for the row. A component-wise method (`KSPMPJACOBI` with the `component`
+   strategy) so reads the tails only of the rows (and their neighbors in storage) that need them. The levels are
+   copied. Transposed products read the matrix-wide level. Setting a
    matrix-wide level with `MatAIJMPSetReadLevel()` drops the levels per row. Matrices of other types ignore this
    call.
 
@@ -918,7 +901,6 @@ PetscErrorCode MatAIJMPSetRowReadLevels(Mat A, const PetscInt levels[])
     rl->rows[levels[i]]++;
     rl->max = PetscMax(rl->max, levels[i]);
   }
-  rl->base      = cheapest_base_level(rl->rows, n, segments);
   s->row_levels = std::move(rl);
   PetscFunctionReturn(0);
 }

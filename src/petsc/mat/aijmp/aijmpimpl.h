@@ -17,11 +17,10 @@
 
 namespace petscmp {
 
-// Split storage, a read level per local row (MatAIJMPSetRowReadLevels): MatMult and MatMultAdd read row i at
-// levels[i] segments, through one product at the level `base` and the other rows recomputed.
+// Split storage, a read level per local row (MatAIJMPSetRowReadLevels): MatMult and MatMultAdd read row i at least
+// at levels[i] segments (the rows stored together, a node or a slice, at the highest level among them).
 struct RowReadLevels {
   std::vector<std::uint8_t> levels; // per local row: segments read, 1 .. the storage's segments
-  int base         = 1;             // the level most value bytes are read at (the cheapest product to start from)
   PetscInt max     = 1;             // the highest level of a row
   PetscInt rows[5] = {};            // rows[l]: local rows at level l
 };
@@ -156,7 +155,6 @@ struct SeqAIJMP : ReplacedOps {
   PetscInt64 full_builds  = 0;     // compact copies built from scratch (formats, layout, indices, values)
   PetscInt64 value_builds = 0;     // value-only rebuilds: same pattern and row formats, values rewritten in place
   PetscErrorCode (*retrievevalues)(Mat) = nullptr;
-  std::vector<double> row_level_scratch; // products with a read level per row: the rows of other levels
 };
 
 struct MPIAIJMP : ReplacedOps {

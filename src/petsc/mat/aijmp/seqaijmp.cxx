@@ -235,9 +235,7 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
   const RowReadLevels *levels = data_of(A)->settings.row_levels.get();
   PetscCall(guarded([&] {
     if (product == Product::mult && levels) {
-      data_of(A)->row_level_scratch.resize(2 * static_cast<std::size_t>(A->rmap->n));
-      openmp::spmv_row_levels(*c, pattern, levels->levels.data(), levels->base, x, z, y,
-                              data_of(A)->row_level_scratch.data(), nt);
+      openmp::spmv_row_levels(*c, pattern, levels->levels.data(), x, z, y, nt);
     } else if (product == Product::mult)
       openmp::spmv(*c, pattern, x, z, y, nt);
     else

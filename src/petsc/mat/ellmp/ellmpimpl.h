@@ -37,7 +37,6 @@ struct SeqELLMP {
   PetscInt cached_row = -1;                             // the row the buffers hold (MatGetValues)
   std::vector<std::pair<MatOption, PetscBool>> options; // MatSetOption calls, given to each assembly matrix
   PetscInt64 full_builds = 0, value_builds = 0;
-  std::vector<double> row_level_scratch; // products with a read level per row: the rows of other levels
   AIJTwin twin;
   PetscLogDouble aij_allocated = 0, aij_mallocs = 0; // SeqAIJ's MatGetInfo figures of the last assembly (reported)
   std::vector<PetscInt> rowij_i, rowij_j;            // MatGetRowIJ's arrays, held until MatRestoreRowIJ

@@ -415,9 +415,7 @@ PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
     if (transpose)
       openmp::spmv_transpose(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
     else if (levels) {
-      data_of(A)->row_level_scratch.resize(2 * static_cast<std::size_t>(A->rmap->n));
-      openmp::spmv_row_levels(*c, CsrPattern<PetscInt>{}, levels->levels.data(), levels->base, x, z, y,
-                              data_of(A)->row_level_scratch.data(), nt);
+      openmp::spmv_row_levels(*c, CsrPattern<PetscInt>{}, levels->levels.data(), x, z, y, nt);
     } else
       openmp::spmv(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
   }));
