@@ -32,7 +32,7 @@ struct MPJacobi {
   PetscReal steps_rtol[kMaxSteps]; // steps: step up where |r| / |r0| <= this
   PetscInt phi        = 10;        // component: iterations between stagnation tests
   PetscReal delta     = 0.9;       // component: a row steps up where |z^{k-phi}/z^k - c^phi| > delta (c^phi - 1)
-  PetscReal row_floor = 0.1; // component: ... and where |r_i| > row_floor * a row's share of |r| or the tolerance
+  PetscReal row_floor = 0.1;       // component: ... and where |r_i| > row_floor * a row's share of |r| or the tolerance
   PetscBool monitor   = PETSC_FALSE;
   // the last solve
   PetscInt segments                     = 0; // of the operator's storage (0: not split)
@@ -582,8 +582,10 @@ PetscErrorCode KSPView_MPJacobi(KSP ksp, PetscViewer viewer)
       products += d->level_products[l];
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  %" PetscInt_FMT " products (%" PetscInt_FMT
-                                     " of them at the full level for the tests and checks) read %.1f%% of the value "
-                                     "bytes of as many fp64 reads, %.1f%% of those of one fp64 product per iteration\n",
+                                     " of them at the full level for the tests and checks) asked for %.1f%% of the "
+                                     "value bytes of as many fp64 reads, %.1f%% of those of one fp64 product per "
+                                     "iteration (rows stored together read the highest level among them: at least "
+                                     "this)\n",
                                      products, d->full_checks,
                                      products ? 100.0 * d->component_reads / (double)products : 0.0,
                                      100.0 * d->component_reads / (double)(ksp->its + 1)));
@@ -638,11 +640,12 @@ PetscErrorCode KSPSetFromOptions_MPJacobi(KSP ksp, PetscOptionItems *PetscOption
   PetscCall(PetscOptionsReal("-ksp_mpjacobi_delta",
                              "Strategy component: a row steps up where |z_old/z - c^phi| > delta (c^phi - 1)",
                              "KSPMPJACOBI", d->delta, &d->delta, nullptr));
-  PetscCall(PetscOptionsReal("-ksp_mpjacobi_row_floor",
-                             "Strategy component: ... and where its exact residual exceeds this times one row's share of "
-                             "the exact residual or of the tolerance, max(|r|, rtol |r0|, abstol) / sqrt(N) (0: every "
-                             "row the test flags)",
-                             "KSPMPJACOBI", d->row_floor, &d->row_floor, nullptr));
+  PetscCall(
+      PetscOptionsReal("-ksp_mpjacobi_row_floor",
+                       "Strategy component: ... and where its exact residual exceeds this times one row's share of "
+                       "the exact residual or of the tolerance, max(|r|, rtol |r0|, abstol) / sqrt(N) (0: every "
+                       "row the test flags)",
+                       "KSPMPJACOBI", d->row_floor, &d->row_floor, nullptr));
   n = kMaxSteps;
   PetscCall(PetscOptionsIntArray("-ksp_mpjacobi_steps_its",
                                  "Strategy steps: step up one level after these iteration counts (cumulative)",
@@ -885,7 +888,8 @@ PetscErrorCode KSPMPJacobiGetLevelIterations(KSP ksp, PetscInt *segments, PetscI
 
    Notes:
    Levels per row (strategy component) count each row's share as its level over the segments: rows stand for their
-   values (the rows of one operator have similar lengths).
+   values (the rows of one operator have similar lengths), and the share is what the levels ask for: rows stored
+   together (a node, a slice of 8 rows) read the highest level among them, so the products read at least this.
 
    Level: advanced
 
