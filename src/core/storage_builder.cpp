@@ -1669,17 +1669,12 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
 }
 
 namespace {
-// Split storage: the fp64 values block b holds, written as for any fp64 block,
-// become its segment planes (segments.hpp) in a new buffer: 8 bytes per entry
-// as before, plus each plane's padding (kNodeValuePadding zeros at least, so a
-// node kernel may read 8 entries anywhere; 64-byte aligned planes).
-void split_block_values(RowBlock &b, int segments)
+// Split storage: the fp64 values of block b (n stored entries) cut into the
+// segment planes of `planes` (segments.hpp), plane_stride entries apart.
+void cut_into_planes(const RowBlock &b, int segments, std::int64_t stride, AlignedBytes &planes)
 {
-  if (b.format != Format::fp64) throw StorageError("petscmp: split storage cuts fp64 values into segments");
-  const std::int64_t n      = b.stored_count();
-  const std::int64_t stride = (n + kNodeValuePadding + 31) / 32 * 32;
-  AlignedBytes planes(static_cast<std::size_t>(stride) * sizeof(double));
-  const double *v = b.values.as<double>();
+  const std::int64_t n = b.stored_count();
+  const double *v      = b.values.as<double>();
   if (segments == 2) {
     std::uint32_t *head = planes.as<std::uint32_t>(), *tail = head + stride;
     for (std::int64_t i = 0; i < n; ++i) {
@@ -1695,6 +1690,18 @@ void split_block_values(RowBlock &b, int segments)
         p[k * stride + i] = static_cast<std::uint16_t>(bits >> (48 - 16 * k));
     }
   }
+}
+
+// Split storage: the fp64 values block b holds, written as for any fp64 block,
+// become its segment planes (segments.hpp) in a new buffer: 8 bytes per entry
+// as before, plus each plane's padding (kNodeValuePadding zeros at least, so a
+// node kernel may read 8 entries anywhere; 64-byte aligned planes).
+void split_block_values(RowBlock &b, int segments)
+{
+  if (b.format != Format::fp64) throw StorageError("petscmp: split storage cuts fp64 values into segments");
+  const std::int64_t stride = (b.stored_count() + kNodeValuePadding + 31) / 32 * 32;
+  AlignedBytes planes(static_cast<std::size_t>(stride) * sizeof(double));
+  cut_into_planes(b, segments, stride, planes);
   b.values       = std::move(planes);
   b.segments     = segments;
   b.plane_stride = stride;
@@ -1708,12 +1715,25 @@ void split_blocks(CompactCsr &copy, StorageMode mode)
 }
 
 // A split block's values are written anew as fp64 into zeros (the padding
-// entries are zeros that only a full build writes), then split again.
-void unsplit_for_rewrite(RowBlock &b)
-{
-  const std::int64_t n = b.node_layout() ? b.nnz + kNodeValuePadding : b.stored_count();
-  b.values             = AlignedBytes(static_cast<std::size_t>(n) * sizeof(double));
-}
+// entries are zeros that only a full build writes), then cut into its planes
+// again, in place: the planes' memory is kept (no fresh pages for them).
+class SplitRewrite {
+public:
+  void unsplit(RowBlock &b)
+  {
+    planes_              = std::move(b.values);
+    const std::int64_t n = b.node_layout() ? b.nnz + kNodeValuePadding : b.stored_count();
+    b.values             = AlignedBytes(static_cast<std::size_t>(n) * sizeof(double));
+  }
+  void split_again(RowBlock &b)
+  {
+    cut_into_planes(b, b.segments, b.plane_stride, planes_);
+    b.values = std::move(planes_);
+  }
+
+private:
+  AlignedBytes planes_;
+};
 } // namespace
 
 // The copy for these row formats; with check, each row's format is confirmed
@@ -1806,14 +1826,15 @@ bool rewrite_values(const CsrView<Index> &csr, const StorageOptions &opts, Compa
 {
   check_build_options(opts);
   forget_relative_errors(copy.stats, opts.mode);
+  SplitRewrite split;
   for (RowBlock &b : copy.blocks) {
-    if (b.segments) unsplit_for_rewrite(b);
+    if (b.segments) split.unsplit(b);
     const bool kept = dispatch_format(b.format, [&](auto tag) {
       return write_values<typename decltype(tag)::type>(
           csr, b, [&](std::int64_t row) { return keeps(row, b.format); }, opts.threads, fused(b.format));
     });
     if (!kept) return false;
-    if (b.segments) split_block_values(b, b.segments);
+    if (b.segments) split.split_again(b);
   }
   return true;
 }
