@@ -264,14 +264,26 @@ def cmd_report(a):
     if failing:
         print("  fail without the plugin (not counted): " + " ".join(failing))
 
-    bad = 0
-    if os.path.exists(os.path.join(w, "pass-lossless", "tap.log")):
-        failures = lossless_failures(w, counted)
+    def sort_failures(pass_name):
+        # a pass that must print identical figures: its failures, those not comparable (excused), those PETSc's own
+        # subclass AIJPERM stops at too (limits), and the rest (lost)
+        failures = lossless_failures(w, counted, pass_name)
         excused = {l: not_comparable(w, l) for l in failures}
         excused = {l: why for l, why in excused.items() if why and why != "?"}
         lost = {l: why for l, why in failures.items() if l not in excused}
         limits = {l: why for l, why in lost.items() if why.startswith("error") and petsc_subclass_limit(w, l)}
         lost = {l: why for l, why in lost.items() if l not in limits}
+        return failures, excused, limits, lost
+
+    def print_losses(limits, lost):
+        for label, why in sorted(limits.items()):
+            print(f"  PETSc limitation (AIJPERM fails too) {label}: {why}")
+        for label, why in sorted(lost.items()):
+            print(f"  LOST {label}: {why}")
+
+    bad = 0
+    if os.path.exists(os.path.join(w, "pass-lossless", "tap.log")):
+        failures, excused, limits, lost = sort_failures("lossless")
         same = len(counted) - len(failures)
         print(f"lossless: {same} identical, {len(lost)} lost, {len(excused)} not comparable (not counted), "
               f"{len(limits)} stopped by PETSc itself (its own subclass AIJPERM stops too)")
@@ -284,25 +296,14 @@ def cmd_report(a):
               f"they print with -mat_type aij -dm_mat_type aij (or stop with an error in both)")
         for label, why in sorted(excused.items()):
             print(f"  not comparable, {why}{' (aijmp = forced AIJ)' if label in like_forced_aij else ''}: {label}")
-        for label, why in sorted(limits.items()):
-            print(f"  PETSc limitation (AIJPERM fails too) {label}: {why}")
-        for label, why in sorted(lost.items()):
-            print(f"  LOST {label}: {why}")
+        print_losses(limits, lost)
         bad += len(lost)
     if os.path.exists(os.path.join(w, "pass-split4", "tap.log")):
         # split storage read in full: the lossless pass's test (identical figures), with the split2/split4 copy
-        failures = lossless_failures(w, counted, "split4")
-        excused = {l: not_comparable(w, l) for l in failures}
-        excused = {l: why for l, why in excused.items() if why and why != "?"}
-        lost = {l: why for l, why in failures.items() if l not in excused}
-        limits = {l: why for l, why in lost.items() if why.startswith("error") and petsc_subclass_limit(w, l)}
-        lost = {l: why for l, why in lost.items() if l not in limits}
+        failures, excused, limits, lost = sort_failures("split4")
         print(f"split4: {len(counted) - len(failures)} identical, {len(lost)} lost, {len(excused)} not comparable "
               f"(not counted), {len(limits)} stopped by PETSc itself (its own subclass AIJPERM stops too)")
-        for label, why in sorted(limits.items()):
-            print(f"  PETSc limitation (AIJPERM fails too) {label}: {why}")
-        for label, why in sorted(lost.items()):
-            print(f"  LOST {label}: {why}")
+        print_losses(limits, lost)
         bad += len(lost)
     if os.path.exists(os.path.join(w, "pass-ellmp", "tap.log")):
         # ellmp (no fp64 copy, lossless): identical figures wherever it runs; an operation it does not provide
