@@ -90,6 +90,25 @@ static PetscErrorCode CheckProductsBitwise(Mat Amp, Mat Aref, const char *label)
   PetscFunctionReturn(0);
 }
 
+/* Sets read level `level` (0: all) of the split matrix A (n segments), checks the level it reports, and checks its
+   four products bit for bit against a MATAIJ holding the values truncated to that level. */
+static PetscErrorCode CheckOneLevel(Mat A, Mat Aaij, int n, PetscInt level, const char *name, char *label, size_t len)
+{
+  PetscInt got;
+  Mat T;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatAIJMPSetReadLevel(A, level));
+  PetscCall(MatAIJMPGetReadLevel(A, &got));
+  TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n),
+             "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT, name, level, got);
+  PetscCall(TruncatedAIJ(Aaij, n, (int)(level ? level : n), &T));
+  PetscCall(PetscSNPrintf(label, len, "%s read %" PetscInt_FMT " of %d", name, level, n));
+  PetscCall(CheckProductsBitwise(A, T, label));
+  PetscCall(MatDestroy(&T));
+  PetscFunctionReturn(0);
+}
+
 /* Every read level of one split mode on one matrix, the levels visited down and up again. */
 static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage, MatAIJMPLayout layout,
                                   const char *name)
@@ -109,17 +128,8 @@ static PetscErrorCode CheckLevels(const TestMatOpts *o, MatAIJMPStorage storage,
   PetscCall(MatAIJMPSetLayout(Amp, layout));
   for (size_t k = 0; k < sizeof levels / sizeof levels[0]; k++) {
     const PetscInt level = levels[k];
-    PetscInt got;
-    Mat T;
     if (level > n) continue;
-    PetscCall(MatAIJMPSetReadLevel(Amp, level));
-    PetscCall(MatAIJMPGetReadLevel(Amp, &got));
-    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n),
-               "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT, name, level, got);
-    PetscCall(TruncatedAIJ(Aaij, n, (int)(level ? level : n), &T));
-    PetscCall(PetscSNPrintf(label, sizeof label, "%s read %" PetscInt_FMT " of %d", name, level, n));
-    PetscCall(CheckProductsBitwise(Amp, T, label));
-    PetscCall(MatDestroy(&T));
+    PetscCall(CheckOneLevel(Amp, Aaij, n, level, name, label, sizeof label));
     PetscCall(MatAIJMPGetInfo(Amp, &info));
     if (builds < 0) builds = info.builds;
     TEST_CHECK(PETSC_COMM_WORLD, info.builds == builds && info.value_builds == 0,
@@ -156,18 +166,8 @@ static PetscErrorCode CheckEllmpLevels(const TestMatOpts *o, MatAIJMPStorage sto
   PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &Aaij));
   PetscCall(TestMatCreate(PETSC_COMM_WORLD, "ellmp", o, &Ael));
   PetscCall(MatELLMPSetStorage(Ael, storage)); /* the assembled values stored anew */
-  for (PetscInt level = 0; level <= n; level++) {
-    PetscInt got;
-    Mat T;
-    PetscCall(MatAIJMPSetReadLevel(Ael, level));
-    PetscCall(MatAIJMPGetReadLevel(Ael, &got));
-    TEST_CHECK(PETSC_COMM_WORLD, got == (level ? level : n),
-               "%s: read level %" PetscInt_FMT " reported as %" PetscInt_FMT, name, level, got);
-    PetscCall(TruncatedAIJ(Aaij, n, (int)(level ? level : n), &T));
-    PetscCall(PetscSNPrintf(label, sizeof label, "%s read %" PetscInt_FMT " of %d", name, level, n));
-    PetscCall(CheckProductsBitwise(Ael, T, label));
-    PetscCall(MatDestroy(&T));
-  }
+  for (PetscInt level = 0; level <= n; level++)
+    PetscCall(CheckOneLevel(Ael, Aaij, n, level, name, label, sizeof label));
   PetscCall(MatDestroy(&Aaij));
   PetscCall(MatDestroy(&Ael));
   PetscFunctionReturn(0);

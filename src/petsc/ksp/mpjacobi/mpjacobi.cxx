@@ -386,7 +386,8 @@ PetscErrorCode component_strategy_check(KSP ksp, Solve &solve, Vec x, Vec b, Vec
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &stepped, 1, MPIU_INT, MPI_SUM, PetscObjectComm((PetscObject)ksp)));
   d->steps_by_test += stepped;
   PetscCall(solve.set_level(solve.level())); // the rows' new levels (and their least)
-  solve.known_norm() = -1;                   // (rows that stepped up hold their exact residual)
+  solve.known_norm() = stepped ? -1 : rn;    // (rows that stepped up hold their exact residual; else r is unchanged and
+                                             // the next convergence test reuses its norm)
   if (stagnated) { // the residual at the rows' levels did not decrease over phi iterations: every row at the
                    // least level steps up (the rows' test may miss a level whose iteration does not converge)
     PetscCall(solve.step_up(ksp->its, "the residual at the rows' levels stopped decreasing", x, b, r, w));
@@ -756,6 +757,15 @@ static PetscErrorCode KSPMPJacobiData(KSP ksp, MPJacobi **d)
   PetscFunctionReturn(0);
 }
 
+// The data of a KSPMPJACOBI, for a getter (`caller`) that has nothing to say about other types.
+static PetscErrorCode KSPMPJacobiRequire(KSP ksp, const char *caller, MPJacobi **d)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPMPJacobiData(ksp, d));
+  PetscCheck(*d, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_WRONG, "%s() needs a KSP of type mpjacobi", caller);
+  PetscFunctionReturn(0);
+}
+
 /*@
    KSPMPJacobiSetStrategy - Sets how `KSPMPJACOBI` chooses the read level of a split-storage operator
 
@@ -865,9 +875,7 @@ PetscErrorCode KSPMPJacobiGetLevelIterations(KSP ksp, PetscInt *segments, PetscI
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
-  PetscCall(KSPMPJacobiData(ksp, &d));
-  PetscCheck(d, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_WRONG,
-             "KSPMPJacobiGetLevelIterations() needs a KSP of type mpjacobi");
+  PetscCall(KSPMPJacobiRequire(ksp, "KSPMPJacobiGetLevelIterations", &d));
   *segments = d->segments;
   for (int l = 0; l < kMaxSegments; l++)
     its[l] = d->level_its[l];
@@ -901,9 +909,7 @@ PetscErrorCode KSPMPJacobiGetReadShare(KSP ksp, PetscReal *share)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
-  PetscCall(KSPMPJacobiData(ksp, &d));
-  PetscCheck(d, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_WRONG,
-             "KSPMPJacobiGetReadShare() needs a KSP of type mpjacobi");
+  PetscCall(KSPMPJacobiRequire(ksp, "KSPMPJacobiGetReadShare", &d));
   PetscInt products = 0;
   for (int l = 0; l < kMaxSegments; l++)
     products += d->level_products[l];
@@ -935,9 +941,7 @@ PetscErrorCode KSPMPJacobiGetRowLevelCounts(KSP ksp, PetscInt rows[5], PetscInt 
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
-  PetscCall(KSPMPJacobiData(ksp, &d));
-  PetscCheck(d, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_WRONG,
-             "KSPMPJacobiGetRowLevelCounts() needs a KSP of type mpjacobi");
+  PetscCall(KSPMPJacobiRequire(ksp, "KSPMPJacobiGetRowLevelCounts", &d));
   for (int l = 0; l <= kMaxSegments; l++)
     rows[l] = d->rows_at_end[l];
   if (stepped) *stepped = d->steps_by_test;
