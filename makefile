@@ -2,6 +2,8 @@
 #   make            configure and build (installs missing Debian packages first)
 #   make demo       build, then run a plain PETSc KSP solve with and without -mat_type aijmp
 #   make check      build with tests (and once without OpenMP) and run the whole suite
+#   make check-gpu  on a machine with a GPU: the device tests of the GPU build (bitwise against the CPU reference)
+#   make bench-gpu  on a machine with a GPU: device SpMV against cuSPARSE and a device copy
 #   make check-petsc  PETSc's own test harness on its KSP and SNES tutorials, with and without aijmp (about an hour)
 #   make bench      benchmarks: MatMult (AIJ, SELL, aijmp), block-Jacobi (apbjacobi, VPBJACOBI, PBJACOBI), CG solves
 #   make install PREFIX=/opt/petscmp
@@ -14,7 +16,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-.PHONY: all deps configure build demo check check-noomp check-avx2 check-int64 check-petsc bench install clean
+.PHONY: all deps configure build demo check check-noomp check-avx2 check-gpu-build check-gpu bench-gpu check-int64 check-petsc bench install clean
 
 all: build
 
@@ -30,7 +32,7 @@ build: configure
 demo: build
 	@bash tutorials/demo.sh $(BUILD) "$(MPIEXEC)"
 
-check: build check-noomp check-avx2
+check: build check-noomp check-avx2 check-gpu-build
 	@cd $(BUILD) && ctest --output-on-failure -j2 --timeout 600
 
 # The kernels must also build and pass without OpenMP, and without -march=native:
@@ -55,6 +57,32 @@ check-avx2: deps
 	  cd $(BUILD)-avx2 && ctest --output-on-failure -j2 -R '^core|^kernels'; \
 	fi
 
+# The GPU backends, built with warnings as errors wherever their compilers are
+# (nvcc of the CUDA toolkit; Debian's hipcc, installed here), without PETSc, and
+# their tests: the contraction gates, and the device tests, which report
+# "skipped" where the machine has no GPU (they run on the CPU through the
+# emulated backend in the main build).
+GPU_BUILD ?= $(BUILD)-gpu
+check-gpu-build: deps
+	@bash config/install-deps.sh hip || echo "check-gpu-build: hipcc could not be installed: the HIP backend is not built"
+	@cuda=OFF; hip=OFF; \
+	  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || [ -n "$$CUDACXX" ]; then cuda=ON; fi; \
+	  if command -v hipcc >/dev/null; then hip=ON; fi; \
+	  if [ $$cuda = OFF ] && [ $$hip = OFF ]; then echo "check-gpu-build: no nvcc and no hipcc: no GPU backend to build"; exit 0; fi; \
+	  echo "check-gpu-build: CUDA backend $$cuda, HIP backend $$hip"; \
+	  cmake -S . -B $(GPU_BUILD) -DCMAKE_BUILD_TYPE=Release -DPETSCMP_WITH_PETSC=OFF -DPETSCMP_ENABLE_OPENMP=OFF \
+	    -DPETSCMP_ENABLE_CUDA=$$cuda -DPETSCMP_ENABLE_HIP=$$hip $(CMAKE_ARGS) >/dev/null && \
+	  cmake --build $(GPU_BUILD) -j$$(nproc) && \
+	  cd $(GPU_BUILD) && ctest --output-on-failure -j2 -R '^kernels\.(cuda|hip)\.'
+
+# On a machine with a GPU (carry $(GPU_BUILD) there when it has no compilers
+# or GoogleTest): every device test must run and pass, none may skip.
+check-gpu:
+	@bash tests/gpu/check_gpu.sh $(GPU_BUILD)
+
+bench-gpu:
+	@bash bench/run_gpu.sh $(GPU_BUILD)
+
 # 64-bit PetscInt: Debian's libpetsc64-real3.18-dev; builds and compares ex1 with AIJ.
 PETSC64_DIR ?= /usr/lib/petscdir/petsc64-3.18/x86_64-linux-gnu-real
 check-int64: deps
@@ -77,4 +105,4 @@ install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	@rm -rf $(BUILD) $(BUILD)-noomp
+	@rm -rf $(BUILD) $(BUILD)-noomp $(BUILD)-avx2 $(BUILD)-gpu

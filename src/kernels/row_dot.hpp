@@ -6,17 +6,9 @@
 
 #include "petscmp/core/accessor.hpp"
 #include "petscmp/core/compact_csr.hpp"
+#include "row_sum.hpp"
 
 namespace petscmp {
-
-// Calls fn(std::integral_constant-like tag) for the runtime summation order.
-template <typename Fn> inline void dispatch_order(SumOrder order, Fn &&fn)
-{
-  if (order == SumOrder::paired)
-    fn(std::integral_constant<SumOrder, SumOrder::paired>{});
-  else
-    fn(std::integral_constant<SumOrder, SumOrder::sequential>{});
-}
 
 // The columns of one row of a shifted slice, indexed as a gathered slice's
 // are (entry e at e * kSliceRows): the slice's column of entry e plus the
@@ -34,24 +26,6 @@ struct NarrowColumns {
   std::int32_t base;
   std::int64_t operator[](std::int64_t at) const { return std::int64_t{base} + offsets[at]; }
 };
-
-// sum + sum_k vals[k s] * x[cols[k s]], k in [0, n), s = stride (1 in CSR
-// order, kSliceRows in a slice); cols is a pointer, ShiftedColumns or NarrowColumns.
-template <SumOrder Order, typename Storage, typename Columns>
-inline double row_dot(double sum, reduced_range<Storage> vals, Columns cols, std::int64_t n, const double *x,
-                      std::int64_t stride = 1)
-{
-  if constexpr (Order == SumOrder::sequential) {
-    for (std::int64_t k = 0; k < n; ++k)
-      sum += vals[k * stride] * x[cols[k * stride]];
-  } else { // PETSc's inode kernels: pairs of products, then the odd one
-    std::int64_t k = 0;
-    for (; k + 1 < n; k += 2)
-      sum += vals[k * stride] * x[cols[k * stride]] + vals[(k + 1) * stride] * x[cols[(k + 1) * stride]];
-    if (k < n) sum += vals[k * stride] * x[cols[k * stride]];
-  }
-  return sum;
-}
 
 // Calls fn(columns, x) for node nd of a node block: the node's column list
 // (16-bit offsets, or 32-bit columns when wide) and the x they index (x shifted

@@ -21,17 +21,17 @@ public:
   using arithmetic_type = Arithmetic;
   using pointer         = storage_pointer_t<Storage>; // a plain pointer, or split storage's segment_ptr
 
-  constexpr reduced_range(pointer data, std::size_t length) : data_(data), length_(length) {}
+  PETSCMP_HOST_DEVICE constexpr reduced_range(pointer data, std::size_t length) : data_(data), length_(length) {}
 
   // Reads element i, converted exactly to the arithmetic type.
-  Arithmetic operator[](std::size_t i) const { return static_cast<Arithmetic>(decode(data_[i])); }
-  constexpr std::size_t length() const { return length_; }
+  PETSCMP_HOST_DEVICE Arithmetic operator[](std::size_t i) const { return static_cast<Arithmetic>(decode(data_[i])); }
+  PETSCMP_HOST_DEVICE constexpr std::size_t length() const { return length_; }
   // A sub-range starting at `offset` (the values of one row, say).
-  constexpr reduced_range subrange(std::size_t offset, std::size_t length) const
+  PETSCMP_HOST_DEVICE constexpr reduced_range subrange(std::size_t offset, std::size_t length) const
   {
     return reduced_range(data_ + offset, length);
   }
-  constexpr pointer data() const { return data_; }
+  PETSCMP_HOST_DEVICE constexpr pointer data() const { return data_; }
   // Reads up to 8 elements [offset, offset + n) into out[0..n): one SIMD
   // conversion where the CPU has it, never reading past the range.
   void read_upto8(std::size_t offset, unsigned n, Arithmetic *out) const { decode_upto8(data_ + offset, n, out); }
@@ -75,12 +75,14 @@ private:
   std::size_t length_;
 };
 
-template <typename Storage> constexpr reduced_range<Storage> make_range(const Storage *data, std::size_t length)
+template <typename Storage>
+PETSCMP_HOST_DEVICE constexpr reduced_range<Storage> make_range(const Storage *data, std::size_t length)
 {
   return reduced_range<Storage>(data, length);
 }
 template <int Segments, int Read>
-constexpr reduced_range<segment_read<Segments, Read>> make_range(segment_ptr<Segments, Read> data, std::size_t length)
+PETSCMP_HOST_DEVICE constexpr reduced_range<segment_read<Segments, Read>> make_range(segment_ptr<Segments, Read> data,
+                                                                                     std::size_t length)
 {
   return reduced_range<segment_read<Segments, Read>>(data, length);
 }

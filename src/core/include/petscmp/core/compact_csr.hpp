@@ -54,6 +54,7 @@
 #include "petscmp/core/big_buffer.hpp"
 #include "petscmp/core/formats.hpp"
 #include "petscmp/core/segments.hpp"
+#include "petscmp/core/sum_order.hpp"
 
 namespace petscmp {
 
@@ -86,10 +87,6 @@ inline int storage_mode_segments(StorageMode m)
   return m == StorageMode::split2 ? 2 : m == StorageMode::split4 ? 4 : 0;
 }
 
-// Summation order inside a row. PETSc's SeqAIJ sums sequentially; when it has
-// detected inodes it adds pairs of products (sum += a0*x0 + a1*x1). Lossless
-// mode reproduces whichever PETSc uses, so results match AIJ bit for bit.
-enum class SumOrder : std::uint8_t { sequential, paired };
 
 // How the rows of a block are laid out in memory (not a change of values).
 enum class Layout : std::uint8_t {

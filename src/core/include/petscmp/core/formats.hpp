@@ -25,7 +25,9 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__F16C__) || defined(__AVX512F__)
+#include "petscmp/core/host_device.hpp"
+
+#if (defined(__F16C__) || defined(__AVX512F__)) && !defined(PETSCMP_DEVICE_PASS)
 #include <immintrin.h>
 #endif
 
@@ -48,29 +50,46 @@ struct fp11_4_t {
   std::uint16_t bits;
 };
 
-inline std::uint64_t double_bits(double v)
+// Bit casts, host and device (the device side has the intrinsics for them).
+PETSCMP_HOST_DEVICE inline std::uint64_t double_bits(double v)
 {
+#if defined(PETSCMP_DEVICE_PASS)
+  return static_cast<std::uint64_t>(__double_as_longlong(v));
+#else
   std::uint64_t b;
   std::memcpy(&b, &v, sizeof b);
   return b;
+#endif
 }
-inline double double_from_bits(std::uint64_t b)
+PETSCMP_HOST_DEVICE inline double double_from_bits(std::uint64_t b)
 {
+#if defined(PETSCMP_DEVICE_PASS)
+  return __longlong_as_double(static_cast<long long>(b));
+#else
   double v;
   std::memcpy(&v, &b, sizeof v);
   return v;
+#endif
 }
-inline std::uint32_t float_bits(float v)
+PETSCMP_HOST_DEVICE inline std::uint32_t float_bits(float v)
 {
+#if defined(PETSCMP_DEVICE_PASS)
+  return __float_as_uint(v);
+#else
   std::uint32_t b;
   std::memcpy(&b, &v, sizeof b);
   return b;
+#endif
 }
-inline float float_from_bits(std::uint32_t b)
+PETSCMP_HOST_DEVICE inline float float_from_bits(std::uint32_t b)
 {
+#if defined(PETSCMP_DEVICE_PASS)
+  return __uint_as_float(b);
+#else
   float v;
   std::memcpy(&v, &b, sizeof v);
   return v;
+#endif
 }
 
 namespace detail {
@@ -120,7 +139,7 @@ template <int ExpBits, int ManBits> std::uint32_t encode_ieee_rne(double v)
   return sign | static_cast<std::uint32_t>(bits);
 }
 
-template <int ExpBits, int ManBits> double decode_ieee(std::uint32_t bits)
+template <int ExpBits, int ManBits> PETSCMP_HOST_DEVICE double decode_ieee(std::uint32_t bits)
 {
   constexpr int bias             = (1 << (ExpBits - 1)) - 1;
   constexpr std::uint32_t expmax = (1u << ExpBits) - 1u;
@@ -128,8 +147,9 @@ template <int ExpBits, int ManBits> double decode_ieee(std::uint32_t bits)
   const std::uint32_t exp        = (bits >> ManBits) & expmax;
   const std::uint64_t man        = bits & ((1u << ManBits) - 1u);
   if (exp == expmax) return double_from_bits(sign | (std::uint64_t(0x7ff) << 52) | (man << (52 - ManBits)));
-  if (exp == 0) {
-    const double mag = std::ldexp(static_cast<double>(man), 1 - bias - ManBits);
+  if (exp == 0) { // subnormal: man * 2^(1 - bias - ManBits), a product by a power of two (exact, no ldexp on devices)
+    const double scale = double_from_bits(static_cast<std::uint64_t>(1023 + 1 - bias - ManBits) << 52);
+    const double mag   = static_cast<double>(man) * scale;
     return sign ? -mag : mag;
   }
   const std::uint64_t dexp = static_cast<std::uint64_t>(static_cast<int>(exp) - bias + 1023);
@@ -201,23 +221,23 @@ template <typename Storage> inline Storage encode_as(double v)
 }
 
 // ---- decode (storage -> fp64), exact -----------------------------------------
-inline double decode(double s)
+PETSCMP_HOST_DEVICE inline double decode(double s)
 {
   return s;
 }
-inline double decode(float s)
+PETSCMP_HOST_DEVICE inline double decode(float s)
 {
   return static_cast<double>(s);
 }
 // Portable decoder, used where no hardware conversion exists and by the tests
 // that check the hardware path against it.
-inline double decode_fp16_portable(fp16_t s)
+PETSCMP_HOST_DEVICE inline double decode_fp16_portable(fp16_t s)
 {
   return detail::decode_ieee<5, 10>(s.bits);
 }
-inline double decode(fp16_t s)
+PETSCMP_HOST_DEVICE inline double decode(fp16_t s)
 {
-#if defined(__F16C__)
+#if defined(__F16C__) && !defined(PETSCMP_DEVICE_PASS)
   // vmovd + vcvtph2ps + vcvtss2sd on one register: each instruction writes the
   // register it merges into, so consecutive decodes stay independent (the
   // single vcvtsh2sd would merge into, and wait for, an unrelated register).
@@ -227,15 +247,15 @@ inline double decode(fp16_t s)
   return decode_fp16_portable(s);
 #endif
 }
-inline double decode(bf16_t s)
+PETSCMP_HOST_DEVICE inline double decode(bf16_t s)
 {
   return static_cast<double>(float_from_bits(static_cast<std::uint32_t>(s.bits) << 16));
 }
-inline double decode(fp11_20_t s)
+PETSCMP_HOST_DEVICE inline double decode(fp11_20_t s)
 {
   return double_from_bits(static_cast<std::uint64_t>(s.bits) << 32);
 }
-inline double decode(fp11_4_t s)
+PETSCMP_HOST_DEVICE inline double decode(fp11_4_t s)
 {
   return double_from_bits(static_cast<std::uint64_t>(s.bits) << 48);
 }
@@ -247,7 +267,8 @@ template <typename Storage> inline void decode_upto8(const Storage *src, unsigne
     out[i] = decode(src[i]);
 }
 // GCC 12 warns about the unmasked conversions (bug 105593): zero-masking forms throughout.
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__F16C__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__F16C__) &&                     \
+    !defined(PETSCMP_DEVICE_PASS)
 #define PETSCMP_HAVE_AVX512_DECODE 1
 inline __mmask8 first_lanes(unsigned n)
 {
@@ -352,7 +373,7 @@ inline void decode_upto8(const fp11_4_t *src, unsigned n, double *out)
 
 // ---- bulk decode of n values: full 8-wide conversions, one masked (AVX-512) or
 // scalar tail; never reads past n. The kernels' decode-ahead of many rows.
-#if !defined(PETSCMP_HAVE_AVX512_DECODE) && defined(__AVX2__) && defined(__F16C__)
+#if !defined(PETSCMP_HAVE_AVX512_DECODE) && defined(__AVX2__) && defined(__F16C__) && !defined(PETSCMP_DEVICE_PASS)
 #define PETSCMP_HAVE_AVX2_DECODE 1
 // 4 stored values (a plain load: the caller guarantees 4 are readable) decoded
 // into a register.

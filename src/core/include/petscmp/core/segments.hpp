@@ -39,7 +39,7 @@ template <int Segments, int Read> struct segment_read {
   static constexpr int shift = 64 - bits; // of segment 0
   std::uint64_t joined;
 };
-template <int Segments, int Read> inline double decode(segment_read<Segments, Read> s)
+template <int Segments, int Read> PETSCMP_HOST_DEVICE inline double decode(segment_read<Segments, Read> s)
 {
   return double_from_bits(s.joined);
 }
@@ -49,8 +49,8 @@ template <int Segments, int Read> struct segment_ptr {
   using word = typename segment_word<Segments>::type;
   const word *p;
   std::ptrdiff_t plane;
-  segment_ptr operator+(std::ptrdiff_t i) const { return {p + i, plane}; }
-  segment_read<Segments, Read> operator[](std::ptrdiff_t i) const
+  PETSCMP_HOST_DEVICE segment_ptr operator+(std::ptrdiff_t i) const { return {p + i, plane}; }
+  PETSCMP_HOST_DEVICE segment_read<Segments, Read> operator[](std::ptrdiff_t i) const
   {
     std::uint64_t b = 0;
     for (int s = 0; s < Read; ++s)

@@ -1,0 +1,331 @@
+// make bench-gpu: the device SpMV of petscmp's GPU backend (SELL-32, one
+// thread per row, values in their stored formats, fp64 arithmetic) against
+// cuSPARSE's CSR SpMV with fp64 values and with fp32 values (fp64 vectors),
+// and against a device-to-device copy measured in the same run. Matrices: the
+// 27-point operator on an n^3 grid and a FEM-like block matrix (3 dofs per node,
+// 27-node stencil, dense 3x3 blocks), values drawn so that they need fp64.
+// Runs alternate the variants rep by rep and report medians. Each petscmp
+// product is also checked bitwise against the CPU reference backend.
+//   bench_gpu [-n27 N] [-fem N] [-reps R] [-modes lossless,fp32,fp16,bf16,...]
+#include <cuda_runtime.h>
+#include <cusparse.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device.hpp"
+#include "petscmp/core/compact_csr.hpp"
+#include "petscmp/core/sell_copy.hpp"
+#include "spmv.hpp"
+
+using namespace petscmp;
+
+namespace {
+
+#define CHECK_CUDA(call)                                                                                               \
+  do {                                                                                                                 \
+    cudaError_t e_ = (call);                                                                                           \
+    if (e_ != cudaSuccess) {                                                                                           \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                                 \
+      std::exit(1);                                                                                                    \
+    }                                                                                                                  \
+  } while (0)
+
+struct Csr {
+  std::string name;
+  std::int32_t nrows = 0;
+  std::vector<std::int32_t> rowptr{0}, cols;
+  std::vector<double> vals;
+};
+
+double need_fp64(std::mt19937_64 &rng)
+{
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  return (rng() & 1 ? 1.0 : -1.0) * u(rng);
+}
+
+// the 27-point operator on an n^3 grid, rows in lexicographic order
+Csr stencil27(int n)
+{
+  Csr a;
+  a.name  = "27-pt " + std::to_string(n) + "^3";
+  a.nrows = n * n * n;
+  std::mt19937_64 rng(1);
+  a.cols.reserve(static_cast<std::size_t>(a.nrows) * 27);
+  a.vals.reserve(static_cast<std::size_t>(a.nrows) * 27);
+  for (int z = 0; z < n; ++z)
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        for (int dz = -1; dz <= 1; ++dz)
+          for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+              const int px = x + dx, py = y + dy, pz = z + dz;
+              if (px < 0 || py < 0 || pz < 0 || px >= n || py >= n || pz >= n) continue;
+              a.cols.push_back(px + n * (py + n * pz));
+              a.vals.push_back(need_fp64(rng));
+            }
+        a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+      }
+  return a;
+}
+
+// 3 dofs per node of an n^3 grid, each node coupled to its 27 neighbours by a dense 3x3 block
+Csr fem_blocks(int n)
+{
+  Csr a;
+  a.name  = "FEM bs3 " + std::to_string(n) + "^3 nodes";
+  a.nrows = 3 * n * n * n;
+  std::mt19937_64 rng(2);
+  a.cols.reserve(static_cast<std::size_t>(a.nrows) * 81);
+  a.vals.reserve(static_cast<std::size_t>(a.nrows) * 81);
+  for (int z = 0; z < n; ++z)
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x)
+        for (int c = 0; c < 3; ++c) {
+          for (int dz = -1; dz <= 1; ++dz)
+            for (int dy = -1; dy <= 1; ++dy)
+              for (int dx = -1; dx <= 1; ++dx) {
+                const int px = x + dx, py = y + dy, pz = z + dz;
+                if (px < 0 || py < 0 || pz < 0 || px >= n || py >= n || pz >= n) continue;
+                for (int d = 0; d < 3; ++d) {
+                  a.cols.push_back(3 * (px + n * (py + n * pz)) + d);
+                  a.vals.push_back(need_fp64(rng));
+                }
+              }
+          a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+        }
+  return a;
+}
+
+template <typename T> T *to_device(const T *host, std::size_t n)
+{
+  void *d = nullptr;
+  CHECK_CUDA(cudaMalloc(&d, n * sizeof(T)));
+  CHECK_CUDA(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice));
+  return static_cast<T *>(d);
+}
+
+// milliseconds of one call of fn, timed by events
+template <typename Fn> double time_ms(Fn &&fn)
+{
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  CHECK_CUDA(cudaEventRecord(a));
+  fn();
+  CHECK_CUDA(cudaEventRecord(b));
+  CHECK_CUDA(cudaEventSynchronize(b));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  CHECK_CUDA(cudaEventDestroy(a));
+  CHECK_CUDA(cudaEventDestroy(b));
+  return ms;
+}
+
+double median(std::vector<double> v)
+{
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// cuSPARSE CSR SpMV, y = A x, matrix values of type vtype, vectors and compute fp64
+struct CusparseSpmv {
+  cusparseHandle_t handle = nullptr;
+  cusparseSpMatDescr_t A  = nullptr;
+  cusparseDnVecDescr_t X = nullptr, Y = nullptr;
+  void *buffer   = nullptr;
+  bool supported = false;
+  std::string why;
+  CusparseSpmv(cusparseHandle_t h, const Csr &a, std::int32_t *rowptr, std::int32_t *cols, void *vals,
+               cudaDataType vtype, double *x, double *y)
+      : handle(h)
+  {
+    cusparseStatus_t s =
+        cusparseCreateCsr(&A, a.nrows, a.nrows, static_cast<std::int64_t>(a.cols.size()), rowptr, cols, vals,
+                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, vtype);
+    if (s == CUSPARSE_STATUS_SUCCESS) s = cusparseCreateDnVec(&X, a.nrows, x, CUDA_R_64F);
+    if (s == CUSPARSE_STATUS_SUCCESS) s = cusparseCreateDnVec(&Y, a.nrows, y, CUDA_R_64F);
+    std::size_t bytes = 0;
+    const double one = 1.0, zero = 0.0;
+    if (s == CUSPARSE_STATUS_SUCCESS)
+      s = cusparseSpMV_bufferSize(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_64F,
+                                  CUSPARSE_SPMV_CSR_ALG1, &bytes);
+    if (s == CUSPARSE_STATUS_SUCCESS && bytes) CHECK_CUDA(cudaMalloc(&buffer, bytes));
+    if (s == CUSPARSE_STATUS_SUCCESS)
+      s = cusparseSpMV_preprocess(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_64F,
+                                  CUSPARSE_SPMV_CSR_ALG1, buffer);
+    supported = s == CUSPARSE_STATUS_SUCCESS;
+    if (!supported) why = cusparseGetErrorString(s);
+  }
+  void run()
+  {
+    const double one = 1.0, zero = 0.0;
+    const cusparseStatus_t s = cusparseSpMV(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_64F,
+                                            CUSPARSE_SPMV_CSR_ALG1, buffer);
+    if (s != CUSPARSE_STATUS_SUCCESS) {
+      std::fprintf(stderr, "cusparseSpMV: %s\n", cusparseGetErrorString(s));
+      std::exit(1);
+    }
+  }
+  ~CusparseSpmv()
+  {
+    if (A) cusparseDestroySpMat(A);
+    if (X) cusparseDestroyDnVec(X);
+    if (Y) cusparseDestroyDnVec(Y);
+    if (buffer) cudaFree(buffer);
+  }
+};
+
+double copy_bandwidth(int reps)
+{
+  const std::size_t bytes = std::size_t(1) << 30;
+  void *a = nullptr, *b = nullptr;
+  CHECK_CUDA(cudaMalloc(&a, bytes));
+  CHECK_CUDA(cudaMalloc(&b, bytes));
+  CHECK_CUDA(cudaMemset(a, 1, bytes));
+  std::vector<double> t;
+  for (int r = 0; r < reps + 1; ++r) {
+    const double ms = time_ms([&] { CHECK_CUDA(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+    if (r) t.push_back(ms);
+  }
+  CHECK_CUDA(cudaFree(a));
+  CHECK_CUDA(cudaFree(b));
+  return 2.0 * bytes / (median(t) * 1e6); // GB/s, read + write
+}
+
+struct Variant {
+  std::string name;
+  double bytes = 0; // moved by one product
+  std::vector<double> ms;
+  std::function<void()> run;
+};
+
+void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps, double copy_gbs)
+{
+  const std::size_t nnz = a.cols.size(), n = static_cast<std::size_t>(a.nrows);
+  const double aij_bytes = nnz * 12.0 + (n + 1) * 4.0 + 2 * n * 8.0; // values, columns, row pointers, x and y
+  std::printf("\n## %s: %zu rows, %zu nonzeros, %.2f GB of fp64 CSR\n", a.name.c_str(), n, nnz, aij_bytes / 1e9);
+  std::vector<double> x(n);
+  std::mt19937_64 rng(3);
+  for (double &v : x)
+    v = need_fp64(rng);
+  double *dx = to_device(x.data(), n), *dy = nullptr;
+  CHECK_CUDA(cudaMalloc(&dy, n * sizeof(double)));
+  std::int32_t *drow = to_device(a.rowptr.data(), n + 1), *dcol = to_device(a.cols.data(), nnz);
+  double *dval = to_device(a.vals.data(), nnz);
+  std::vector<float> v32(a.vals.begin(), a.vals.end());
+  float *dval32 = to_device(v32.data(), nnz);
+  cusparseHandle_t handle;
+  cusparseCreate(&handle);
+  std::vector<Variant> variants;
+  CusparseSpmv fp64(handle, a, drow, dcol, dval, CUDA_R_64F, dx, dy);
+  CusparseSpmv mixed(handle, a, drow, dcol, dval32, CUDA_R_32F, dx, dy);
+  variants.push_back({"cuSPARSE CSR fp64", aij_bytes, {}, [&] { fp64.run(); }});
+  if (mixed.supported)
+    variants.push_back({"cuSPARSE CSR fp32 values", aij_bytes - nnz * 4.0, {}, [&] { mixed.run(); }});
+  else
+    std::printf("cuSPARSE CSR with fp32 values and fp64 vectors: not supported here (%s)\n", mixed.why.c_str());
+
+  CsrView<std::int32_t> view;
+  view.nrows  = a.nrows;
+  view.ncols  = a.nrows;
+  view.rowptr = a.rowptr.data();
+  view.cols   = a.cols.data();
+  view.values = a.vals.data();
+  std::vector<std::unique_ptr<gpu::DeviceSell>> copies;
+  for (StorageMode mode : modes) {
+    StorageOptions opts;
+    opts.mode        = mode;
+    opts.layout      = Layout::csr; // the fastest host build; the SELL copy has its own layout
+    CompactCsr A     = build_compact_csr(view, opts);
+    const SellCopy S = make_sell_copy(A, a.rowptr.data(), a.cols.data());
+    copies.push_back(std::make_unique<gpu::DeviceSell>(S));
+    gpu::DeviceSell *d = copies.back().get();
+    // bitwise check against the CPU reference
+    std::vector<double> ref(n), y(n);
+    reference::spmv(A, CsrPattern<std::int32_t>{a.rowptr.data(), a.cols.data()}, x.data(), nullptr, ref.data());
+    gpu::spmv(*d, 0, dx, nullptr, dy);
+    gpu::synchronize();
+    CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
+    const bool bitwise = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
+    std::printf("petscmp %-9s: SELL-32 copy %.2f GB (%.2f B/nnz with row data), %s the CPU reference\n",
+                storage_mode_name(mode), S.bytes() / 1e9, static_cast<double>(S.bytes()) / nnz,
+                bitwise ? "bitwise equal to" : "DIFFERS FROM");
+    if (!bitwise) std::exit(1);
+    variants.push_back({std::string("petscmp ") + storage_mode_name(mode), S.bytes() + 2 * n * 8.0, {}, [d, dx, dy] {
+                          gpu::spmv(*d, 0, dx, nullptr, dy);
+                        }});
+  }
+  for (Variant &v : variants) // warm-up
+    v.run();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  for (int r = 0; r < reps; ++r)
+    for (Variant &v : variants)
+      v.ms.push_back(time_ms(v.run));
+  const double base       = median(variants[0].ms);
+  const double base_mixed = mixed.supported ? median(variants[1].ms) : 0.0;
+  std::printf("%-26s %9s %9s %8s %9s %9s\n", "variant", "ms", "GB/s", "of copy", "vs fp64", "vs fp32v");
+  for (Variant &v : variants) {
+    const double ms = median(v.ms), gbs = v.bytes / (ms * 1e6);
+    std::printf("%-26s %9.3f %9.1f %7.0f%% %8.2fx", v.name.c_str(), ms, gbs, 100 * gbs / copy_gbs, base / ms);
+    if (base_mixed > 0) std::printf(" %8.2fx", base_mixed / ms);
+    std::printf("\n");
+  }
+  cusparseDestroy(handle);
+  for (void *p : {(void *)dx, (void *)dy, (void *)drow, (void *)dcol, (void *)dval, (void *)dval32})
+    cudaFree(p);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+  int n27 = 160, fem = 74, reps = 20;
+  std::string modes_arg = "lossless,fp32,fp16,bf16";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string opt = argv[i];
+    if (opt == "-n27")
+      n27 = std::atoi(argv[i + 1]);
+    else if (opt == "-fem")
+      fem = std::atoi(argv[i + 1]);
+    else if (opt == "-reps")
+      reps = std::atoi(argv[i + 1]);
+    else if (opt == "-modes")
+      modes_arg = argv[i + 1];
+    else {
+      std::fprintf(stderr, "unknown option %s\n", opt.c_str());
+      return 2;
+    }
+  }
+  std::vector<StorageMode> modes;
+  for (std::size_t at = 0; at <= modes_arg.size();) {
+    const std::size_t end = std::min(modes_arg.find(',', at), modes_arg.size());
+    StorageMode m;
+    if (!parse_storage_mode(modes_arg.substr(at, end - at).c_str(), &m)) {
+      std::fprintf(stderr, "unknown mode %s\n", modes_arg.substr(at, end - at).c_str());
+      return 2;
+    }
+    modes.push_back(m);
+    at = end + 1;
+  }
+  std::string why;
+  if (!gpu::device_available(&why)) {
+    std::fprintf(stderr, "bench_gpu: no usable GPU: %s\n", why.c_str());
+    return 1;
+  }
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const double copy_gbs = copy_bandwidth(reps);
+  std::printf("# petscmp bench_gpu: %s, %.1f GB, device-to-device copy %.0f GB/s (read + write), %d reps, medians\n",
+              prop.name, prop.totalGlobalMem / 1e9, copy_gbs, reps);
+  if (n27 > 0) bench_matrix(stencil27(n27), modes, reps, copy_gbs);
+  if (fem > 0) bench_matrix(fem_blocks(fem), modes, reps, copy_gbs);
+  return 0;
+}

@@ -1,0 +1,56 @@
+// The SELL-C copy of a compact matrix that thread-per-row kernels read: the
+// GPU backends' layout (the thesis' ELLPACK-R in slices: C = 32 rows, one
+// thread per row, entry e of the slice's rows stored next to each other, so a
+// warp's reads of one entry are one coalesced transaction).
+//
+// It is made from a CompactCsr, never from the fp64 matrix: the formats the
+// storage builder chose (the one place that decides them) are kept, and each
+// stored value is copied bit for bit, whatever layout the CPU copy has (CSR
+// order, slices of 8, nodes, split segments). Rows are grouped by storage
+// format, one part per format, so a kernel launch decodes one type only.
+// Every row of the matrix is in exactly one part (rows of no CPU block as
+// empty lanes), so a product writes all of y.
+//
+// Host memory only: a backend uploads the arrays as they are (cuda_hip/).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "petscmp/core/compact_csr.hpp"
+
+namespace petscmp {
+
+// Slice height of the GPU backends: one warp of NVIDIA hardware.
+inline constexpr int kGpuSliceRows = 32;
+
+struct SellPart {
+  Format format             = Format::fp64;
+  int segments              = 0; // split storage: the values are `segments` planes of plane_stride entries
+  std::int64_t plane_stride = 0;
+  std::int64_t slices       = 0;
+  std::vector<std::int32_t> rows;          // slices * C lanes: the lane's matrix row, -1 past the last row
+  std::vector<std::int32_t> lengths;       // slices * C lanes: stored entries of the lane's row
+  std::vector<std::int64_t> slice_offsets; // slices + 1: entry e of lane l of slice q at offsets[q] + e C + l
+  std::vector<std::int32_t> cols;          // one column per stored entry (padding: column 0, value 0)
+  AlignedBytes values;                     // one value per stored entry in `format` (or the segment planes)
+  std::int64_t stored() const { return slice_offsets.empty() ? 0 : slice_offsets.back(); }
+};
+
+struct SellCopy {
+  std::int64_t nrows = 0, ncols = 0;
+  SumOrder order = SumOrder::sequential;
+  int slice_rows = kGpuSliceRows;
+  std::vector<SellPart> parts;
+  std::int64_t nnz = 0;
+  // Bytes a product reads: values, columns, row numbers and lengths.
+  std::int64_t bytes() const;
+};
+
+// The SELL copy of A (rows of A's pattern: rowptr and cols are the master's,
+// read for blocks in CSR order). An entry split (two CSR parts) has no row
+// formats to keep: StorageError. So is a matrix with 2^31 rows or columns.
+template <typename Index>
+SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *cols, int slice_rows = kGpuSliceRows);
+
+} // namespace petscmp

@@ -1,0 +1,63 @@
+// The SELL-C SpMV kernel, written once for every GPU backend: CUDA and HIP
+// compile it as device code (cuda_hip/launch.hpp), the emulated backend as
+// plain C++ run by a host loop over blocks and threads (emulated/). One thread
+// per row: lane l of slice q sums its row alone, entries in stored order, in
+// PETSc's summation order (row_sum.hpp), so a lossless product is bitwise
+// AIJ's and every format's product is bitwise the CPU reference's (with
+// contraction off: nvcc -fmad=false, hipcc -ffp-contract=off).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "petscmp/core/accessor.hpp"
+#include "petscmp/core/host_device.hpp"
+#include "row_sum.hpp"
+
+namespace petscmp {
+
+// One part of a SellCopy (sell_copy.hpp) as a kernel sees it: plain pointers,
+// into host memory (emulated) or device memory (CUDA, HIP).
+struct SellPartView {
+  std::int64_t lanes                = 0; // slices * slice_rows
+  int slice_rows                    = 0;
+  const std::int32_t *rows          = nullptr;
+  const std::int32_t *lengths       = nullptr;
+  const std::int64_t *slice_offsets = nullptr;
+  const std::int32_t *cols          = nullptr;
+  const void *values                = nullptr;
+  std::int64_t plane_stride         = 0; // split storage: entries per segment plane
+};
+
+// The values from stored entry `first` on, read as S (a plain pointer, or a
+// segment_ptr over split storage's planes).
+template <typename S>
+PETSCMP_HOST_DEVICE inline storage_pointer_t<S> part_values(const SellPartView &p, std::int64_t first)
+{
+  if constexpr (std::is_pointer_v<storage_pointer_t<S>>) {
+    return static_cast<const S *>(p.values) + first;
+  } else {
+    using word = typename storage_pointer_t<S>::word;
+    return storage_pointer_t<S>{static_cast<const word *>(p.values) + first,
+                                static_cast<std::ptrdiff_t>(p.plane_stride)};
+  }
+}
+
+// Thread `lane` (the global thread index) of y = A x (+ z) over one part:
+// y[row] = z[row] (or 0) + the row's products. z may alias y (each thread
+// reads its own row's z before it writes that row of y).
+template <typename S, SumOrder Order>
+PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int64_t lane, const double *x,
+                                                 const double *z, double *y)
+{
+  if (lane >= p.lanes) return;
+  const std::int32_t row = p.rows[lane];
+  if (row < 0) return; // a padding lane past the part's last row
+  const std::int64_t C     = p.slice_rows;
+  const std::int64_t first = p.slice_offsets[lane / C] + lane % C;
+  const std::int64_t n     = p.lengths[lane];
+  const auto vals          = make_range(part_values<S>(p, first), static_cast<std::size_t>(n * C));
+  y[row]                   = row_dot<Order>(z ? z[row] : 0.0, vals, p.cols + first, n, x, C);
+}
+
+} // namespace petscmp

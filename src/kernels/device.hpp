@@ -1,0 +1,69 @@
+// The kernels of the GPU backends (cuda_hip/, compiled for CUDA or HIP) and of
+// the emulated backend (the same kernels run on the host), over the SELL copy
+// of a compact matrix (sell_copy.hpp).
+//   spmv: y = A x (z == nullptr) or y = A x + z (z may alias y), reading
+//         `read` segments of split storage (0: all; other formats ignore it).
+// Every row is summed by one thread in PETSc's order: bitwise the reference
+// backend's product, in every format.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "petscmp/core/sell_copy.hpp"
+
+namespace petscmp {
+
+// Threads per block of every launch (a multiple of every slice height used).
+inline constexpr int kThreadsPerBlock = 256;
+
+namespace emulated {
+void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y);
+} // namespace emulated
+
+// The GPU backend this library was built with (CUDA or HIP: one per build,
+// as PETSc itself is built for one). Pointers are device memory.
+namespace gpu {
+// "cuda" or "hip".
+const char *backend_name();
+// Whether a device can run kernels; why not otherwise (no device, no driver).
+bool device_available(std::string *why);
+
+// A SellCopy's arrays in device memory (uploaded once; the host copy may go).
+class DeviceSell {
+public:
+  explicit DeviceSell(const SellCopy &A);
+  ~DeviceSell();
+  DeviceSell(const DeviceSell &)            = delete;
+  DeviceSell &operator=(const DeviceSell &) = delete;
+  struct Impl;
+  const Impl &impl() const { return *impl_; }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y);
+
+// Device memory for the tests and benchmarks: n doubles, from and to the host.
+class DeviceVector {
+public:
+  explicit DeviceVector(std::size_t n);
+  ~DeviceVector();
+  DeviceVector(const DeviceVector &)            = delete;
+  DeviceVector &operator=(const DeviceVector &) = delete;
+  void upload(const double *host);
+  void download(double *host) const;
+  double *data() { return data_; }
+  const double *data() const { return data_; }
+  std::size_t size() const { return n_; }
+
+private:
+  double *data_  = nullptr;
+  std::size_t n_ = 0;
+};
+// Waits for the device and turns a kernel failure into an exception.
+void synchronize();
+} // namespace gpu
+
+} // namespace petscmp

@@ -1,0 +1,52 @@
+// The emulated GPU backend: the kernels of cuda_hip/ compiled as C++ and run by
+// a host loop over the blocks and threads of the launch a GPU would get. It
+// lets a machine without a GPU (CI) test the device kernels' code bitwise
+// against the reference backend, under the sanitizers too.
+#include "../cuda_hip/dispatch.hpp"
+#include "../device.hpp"
+
+namespace petscmp {
+namespace emulated {
+
+namespace {
+
+// The launch a GPU backend makes (kThreadsPerBlock threads per block), block
+// by block, thread by thread.
+template <typename Thread> void launch(std::int64_t threads, Thread &&thread)
+{
+  const std::int64_t blocks = (threads + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  for (std::int64_t block = 0; block < blocks; ++block)
+    for (int t = 0; t < kThreadsPerBlock; ++t)
+      thread(block * kThreadsPerBlock + t);
+}
+
+SellPartView view_of(const SellPart &p, int slice_rows)
+{
+  SellPartView v;
+  v.lanes         = p.slices * slice_rows;
+  v.slice_rows    = slice_rows;
+  v.rows          = p.rows.data();
+  v.lengths       = p.lengths.data();
+  v.slice_offsets = p.slice_offsets.data();
+  v.cols          = p.cols.data();
+  v.values        = p.values.as<unsigned char>();
+  v.plane_stride  = p.plane_stride;
+  return v;
+}
+
+} // namespace
+
+void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y)
+{
+  for (const SellPart &part : A.parts) {
+    const SellPartView v = view_of(part, A.slice_rows);
+    dispatch_part(part.format, part.segments, read, A.order, [&](auto tag, auto order) {
+      using S              = typename decltype(tag)::type;
+      constexpr SumOrder O = decltype(order)::value;
+      launch(v.lanes, [&](std::int64_t lane) { sell_spmv_thread<S, O>(v, lane, x, z, y); });
+    });
+  }
+}
+
+} // namespace emulated
+} // namespace petscmp

@@ -1,0 +1,316 @@
+// The GPU kernels (cuda_hip/) against the reference backend, bitwise, in every
+// storage mode, layout of the CPU copy, summation order and read level. Built
+// twice: against the emulated backend (the same kernel source run on the host:
+// every machine, CI included, under the sanitizers too) and, where a GPU
+// backend is built, against the device (PETSCMP_TEST_GPU; the tests skip when
+// the machine has no usable device).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "csr_matrices.hpp"
+#include "device.hpp"
+#include "petscmp/core/compact_csr.hpp"
+#include "petscmp/core/sell_copy.hpp"
+#include "spmv.hpp"
+
+using namespace petscmp;
+using namespace petscmp_test;
+
+namespace petscmp {
+void PrintTo(StorageMode m, std::ostream *os)
+{
+  *os << storage_mode_name(m);
+}
+} // namespace petscmp
+
+namespace {
+
+bool same(double a, double b)
+{
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+#if defined(PETSCMP_TEST_GPU)
+bool skip_without_device()
+{
+  static bool told = false; // say why once, not in every test
+  std::string why;
+  if (gpu::device_available(&why)) return false;
+  if (!told) std::printf("no %s device: %s\n", gpu::backend_name(), why.c_str());
+  told = true;
+  return true;
+}
+#define SKIP_WITHOUT_DEVICE()                                                                                          \
+  do {                                                                                                                 \
+    if (skip_without_device()) GTEST_SKIP() << "no usable GPU on this machine";                                        \
+  } while (0)
+#else
+#define SKIP_WITHOUT_DEVICE() (void)0
+#endif
+
+// y = A x (+ z) by the backend under test; with alias, z is passed as y (y
+// holds z on entry).
+void backend_spmv(const SellCopy &S, int read, const std::vector<double> &x, const std::vector<double> *z,
+                  std::vector<double> &y, bool alias)
+{
+  if (alias) y = *z;
+#if defined(PETSCMP_TEST_GPU)
+  gpu::DeviceSell d(S);
+  gpu::DeviceVector dx(x.size()), dy(y.size()), dz(z ? z->size() : 0);
+  dx.upload(x.data());
+  dy.upload(y.data());
+  if (z && !alias) dz.upload(z->data());
+  gpu::spmv(d, read, dx.data(), alias ? dy.data() : z ? dz.data() : nullptr, dy.data());
+  gpu::synchronize();
+  dy.download(y.data());
+#else
+  emulated::spmv(S, read, x.data(), alias ? y.data() : z ? z->data() : nullptr, y.data());
+#endif
+}
+
+std::vector<int> read_levels(StorageMode mode)
+{
+  const int n = storage_mode_segments(mode);
+  std::vector<int> levels{0};
+  for (int r = 1; r < n; ++r)
+    levels.push_back(r);
+  return levels;
+}
+
+// Every row in exactly one part, the lengths adding up to the nonzeros.
+void expect_rows_covered(const SellCopy &S)
+{
+  std::vector<int> seen(static_cast<std::size_t>(S.nrows), 0);
+  std::int64_t entries = 0;
+  for (const SellPart &p : S.parts)
+    for (std::size_t l = 0; l < p.rows.size(); ++l)
+      if (p.rows[l] >= 0) {
+        ++seen[static_cast<std::size_t>(p.rows[l])];
+        entries += p.lengths[l];
+      } else {
+        ASSERT_EQ(p.lengths[l], 0) << "a padding lane has entries";
+      }
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    ASSERT_EQ(seen[i], 1) << "row " << i << " is in " << seen[i] << " parts";
+  EXPECT_EQ(entries, S.nnz);
+}
+
+template <typename Index>
+void compare_with_reference(const Matrix<Index> &a, StorageMode mode, SumOrder order, Layout layout, int slice_rows)
+{
+  SCOPED_TRACE(std::string(storage_mode_name(mode)) + (order == SumOrder::paired ? " paired " : " sequential ") +
+               layout_name(layout) + " index " + std::to_string(8 * sizeof(Index)) + " slice " +
+               std::to_string(slice_rows));
+  StorageOptions opts;
+  opts.mode         = mode;
+  opts.min_run_rows = 32;
+  opts.order        = order;
+  opts.layout       = layout;
+  CompactCsr A      = build_compact_csr(a.view(), opts);
+  const SellCopy S  = make_sell_copy(A, a.rowptr.data(), a.cols.data(), slice_rows);
+  expect_rows_covered(S);
+  const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
+  const std::vector<double> x = random_vector(nc, 301), z = random_vector(nr, 302);
+  for (int read : read_levels(mode)) {
+    SCOPED_TRACE("segments read " + std::to_string(read));
+    A.read_segments = read;
+    std::vector<double> ref(nr), refz(nr);
+    reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
+    reference::spmv(A, a.pattern(), x.data(), z.data(), refz.data());
+    std::vector<double> y(nr, 5.0), yz(nr, 5.0), ya(nr, 5.0);
+    backend_spmv(S, read, x, nullptr, y, false);
+    backend_spmv(S, read, x, &z, yz, false);
+    backend_spmv(S, read, x, &z, ya, true);
+    for (std::size_t i = 0; i < nr; ++i) {
+      ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
+      ASSERT_TRUE(same(yz[i], refz[i])) << "row " << i;
+      ASSERT_TRUE(same(ya[i], refz[i])) << "row " << i << " (z aliasing y)";
+    }
+  }
+}
+
+const RowRecipe kRows{4096, 5, 11, 8, 997};
+
+template <typename Index> void run_mode(StorageMode mode, int slice_rows)
+{
+  for (Shape shape : {Shape::fragmented, Shape::runs}) { // a format per row / runs of one format
+    const Matrix<Index> a =
+        random_matrix<Index>(Index(20000), Index(5000), shape, 61 + static_cast<unsigned>(shape), kRows);
+    for (Layout layout : {Layout::csr, Layout::sliced})
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+        compare_with_reference(a, mode, order, layout, slice_rows);
+  }
+  RowRecipe node_rows     = kRows; // nodes of 1..5 rows, 16-bit column offsets but for one node in eight
+  node_rows.max_node_rows = 5;
+  node_rows.node_window   = 20000;
+  const Matrix<Index> n   = random_matrix<Index>(Index(20000), Index(60000), Shape::runs, 62, node_rows);
+  for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
+    compare_with_reference(n, mode, order, Layout::node, slice_rows);
+  const Matrix<Index> s27 = stencil_matrix<Index>(Index(16), 27, Shape::runs, 63, 1024); // shifted and narrow slices
+  compare_with_reference(s27, mode, SumOrder::paired, Layout::sliced, slice_rows);
+  compare_with_reference(s27, mode, SumOrder::sequential, Layout::automatic, slice_rows);
+  // an MPI matrix's off-diagonal block: rectangular, mostly empty rows
+  const Matrix<Index> b = random_matrix<Index>(Index(20000), Index(3000), Shape::mostly_empty, 64, kRows);
+  compare_with_reference(b, mode, SumOrder::paired, Layout::csr, slice_rows);
+}
+
+class SpmvDevice : public ::testing::TestWithParam<StorageMode> {};
+
+} // namespace
+
+TEST_P(SpmvDevice, BitwiseReferenceInt32)
+{
+  SKIP_WITHOUT_DEVICE();
+  run_mode<std::int32_t>(GetParam(), kGpuSliceRows);
+}
+TEST_P(SpmvDevice, BitwiseReferenceInt64)
+{
+  SKIP_WITHOUT_DEVICE();
+  run_mode<std::int64_t>(GetParam(), kGpuSliceRows);
+}
+#if !defined(PETSCMP_TEST_GPU)
+// The kernel takes the slice height from the copy: 7 rows (no divisor of the
+// block size) reads lanes and padding right too.
+TEST_P(SpmvDevice, BitwiseReferenceOddSliceHeight)
+{
+  run_mode<std::int32_t>(GetParam(), 7);
+}
+#endif
+
+INSTANTIATE_TEST_SUITE_P(Modes, SpmvDevice,
+                         ::testing::Values(StorageMode::lossless, StorageMode::fp32, StorageMode::fp16,
+                                           StorageMode::bf16, StorageMode::fp11_20, StorageMode::fp11_4,
+                                           StorageMode::tolerance, StorageMode::rowsplit, StorageMode::split2,
+                                           StorageMode::split4),
+                         [](const ::testing::TestParamInfo<StorageMode> &info) {
+                           return std::string(storage_mode_name(info.param));
+                         });
+
+namespace {
+
+// A diagonal SELL copy whose row i stores the bit pattern patterns[i] in S:
+// y = -0 + v * 1 is the decoded value v itself (signed zeros included), so the
+// product shows what the kernel's decoder gives for every pattern.
+template <typename S, typename Bits> SellCopy diagonal_of_patterns(const std::vector<Bits> &patterns)
+{
+  SellCopy c;
+  c.nrows = c.ncols = static_cast<std::int64_t>(patterns.size());
+  c.nnz             = c.nrows;
+  SellPart p;
+  p.format                = storage_traits<S>::format;
+  p.slices                = (c.nrows + c.slice_rows - 1) / c.slice_rows;
+  const std::size_t lanes = static_cast<std::size_t>(p.slices * c.slice_rows);
+  p.rows.assign(lanes, -1);
+  p.lengths.assign(lanes, 0);
+  p.slice_offsets.resize(static_cast<std::size_t>(p.slices + 1));
+  for (std::int64_t q = 0; q <= p.slices; ++q)
+    p.slice_offsets[static_cast<std::size_t>(q)] = q * c.slice_rows;
+  p.cols.assign(lanes, 0);
+  p.values.resize(lanes * sizeof(S));
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    p.rows[i]    = static_cast<std::int32_t>(i);
+    p.lengths[i] = 1;
+    p.cols[i]    = static_cast<std::int32_t>(i);
+    std::memcpy(p.values.as<unsigned char>() + i * sizeof(S), &patterns[i], sizeof(S));
+  }
+  c.parts.push_back(std::move(p));
+  return c;
+}
+
+template <typename S, typename Bits> void expect_decodes(const std::vector<Bits> &patterns)
+{
+  static_assert(sizeof(S) == sizeof(Bits), "one pattern per stored value");
+  const SellCopy c = diagonal_of_patterns<S>(patterns);
+  const std::vector<double> x(patterns.size(), 1.0), z(patterns.size(), -0.0);
+  std::vector<double> y(patterns.size());
+  backend_spmv(c, 0, x, &z, y, false);
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    S s;
+    std::memcpy(&s, &patterns[i], sizeof s);
+    const double host = decode(s);
+    if (std::isnan(host))
+      ASSERT_TRUE(std::isnan(y[i])) << std::hex << +patterns[i];
+    else
+      ASSERT_TRUE(same(y[i], host)) << std::hex << +patterns[i] << ": " << y[i] << " vs " << host;
+  }
+}
+
+std::vector<std::uint16_t> all_16bit_patterns()
+{
+  std::vector<std::uint16_t> p(65536);
+  std::iota(p.begin(), p.end(), std::uint16_t{0});
+  return p;
+}
+
+// 2^20 random 32-bit patterns and every exponent with the extreme significands.
+std::vector<std::uint32_t> many_32bit_patterns()
+{
+  std::mt19937 rng(7);
+  std::vector<std::uint32_t> p(1u << 20);
+  for (auto &b : p)
+    b = static_cast<std::uint32_t>(rng());
+  return p;
+}
+
+} // namespace
+
+// The decoders the kernels run (host-and-device functions of formats.hpp)
+// against the CPU's, for every 16-bit pattern and 2^20 random 32-bit ones.
+TEST(SpmvDeviceDecode, AllFp16Patterns)
+{
+  SKIP_WITHOUT_DEVICE();
+  expect_decodes<fp16_t>(all_16bit_patterns());
+}
+TEST(SpmvDeviceDecode, AllBf16Patterns)
+{
+  SKIP_WITHOUT_DEVICE();
+  expect_decodes<bf16_t>(all_16bit_patterns());
+}
+TEST(SpmvDeviceDecode, AllFp11_4Patterns)
+{
+  SKIP_WITHOUT_DEVICE();
+  expect_decodes<fp11_4_t>(all_16bit_patterns());
+}
+TEST(SpmvDeviceDecode, RandomFp32AndFp11_20Patterns)
+{
+  SKIP_WITHOUT_DEVICE();
+  expect_decodes<float>(many_32bit_patterns());
+  expect_decodes<fp11_20_t>(many_32bit_patterns());
+}
+
+// The comparison above can fail: one changed bit of one stored value shows.
+TEST(SpmvDeviceDecode, ComparisonSeesOneChangedBit)
+{
+  SKIP_WITHOUT_DEVICE();
+  const Matrix<std::int32_t> a = random_matrix<std::int32_t>(4000, 1000, Shape::runs, 65, kRows);
+  const CompactCsr A           = build_compact_csr(a.view(), StorageOptions{});
+  SellCopy S                   = make_sell_copy(A, a.rowptr.data(), a.cols.data());
+  const std::vector<double> x  = random_vector(1000, 66);
+  std::vector<double> ref(4000), y(4000);
+  reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
+  // the lowest bit of the first stored value of the first nonempty lane
+  SellPart &p      = S.parts.front();
+  std::size_t lane = 0;
+  while (p.lengths[lane] == 0)
+    ++lane;
+  const std::int64_t at = p.slice_offsets[lane / S.slice_rows] + static_cast<std::int64_t>(lane % S.slice_rows);
+  p.values.as<unsigned char>()[at * static_cast<std::int64_t>(format_bytes(p.format))] ^= 1u;
+  backend_spmv(S, 0, x, nullptr, y, false);
+  EXPECT_FALSE(same(y[static_cast<std::size_t>(p.rows[lane])], ref[static_cast<std::size_t>(p.rows[lane])]));
+}
+
+TEST(SellCopy, EntrySplitIsRefused)
+{
+  const Matrix<std::int32_t> a = random_matrix<std::int32_t>(100, 100, Shape::runs, 67, kRows);
+  StorageOptions opts;
+  opts.mode          = StorageMode::entrysplit;
+  const CompactCsr A = build_compact_csr(a.view(), opts);
+  EXPECT_THROW(make_sell_copy(A, a.rowptr.data(), a.cols.data()), StorageError);
+}
