@@ -94,6 +94,25 @@ SellPart make_part(std::vector<RowSource> &&sources, const std::vector<std::int6
   return p;
 }
 
+// Where each row of A is stored (rows of no block: an empty row of an empty block).
+template <typename Index> std::vector<RowSource> row_sources(const CompactCsr &A, const Index *rowptr)
+{
+  static const RowBlock empty_block;
+  std::vector<RowSource> by_row(static_cast<std::size_t>(A.nrows), RowSource{&empty_block, 0, 0});
+  for (const RowBlock &b : A.blocks)
+    for (std::int64_t k = 0; k < b.row_count(); ++k)
+      by_row[static_cast<std::size_t>(b.row(k))] = {&b, k, row_length(b, rowptr, k)};
+  return by_row;
+}
+
+void check_copyable(const CompactCsr &A, int slice_rows)
+{
+  if (A.entry_split()) throw StorageError("petscmp: an entry split has no SELL copy for the GPU backends");
+  if (A.nrows > std::numeric_limits<std::int32_t>::max() || A.ncols > std::numeric_limits<std::int32_t>::max())
+    throw StorageError("petscmp: the SELL copy needs fewer than 2^31 rows and columns");
+  if (slice_rows < 1) throw StorageError("petscmp: the SELL copy needs slices of at least one row");
+}
+
 } // namespace
 
 std::int64_t SellCopy::bytes() const
@@ -108,10 +127,7 @@ std::int64_t SellCopy::bytes() const
 template <typename Index>
 SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *cols, int slice_rows)
 {
-  if (A.entry_split()) throw StorageError("petscmp: an entry split has no SELL copy for the GPU backends");
-  if (A.nrows > std::numeric_limits<std::int32_t>::max() || A.ncols > std::numeric_limits<std::int32_t>::max())
-    throw StorageError("petscmp: the SELL copy needs fewer than 2^31 rows and columns");
-  if (slice_rows < 1) throw StorageError("petscmp: the SELL copy needs slices of at least one row");
+  check_copyable(A, slice_rows);
   SellCopy c;
   c.nrows      = A.nrows;
   c.ncols      = A.ncols;
@@ -138,18 +154,11 @@ SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *c
   }
   if (groups.empty()) groups.push_back({Format::fp64, 0, {}, {}});
   // rows of no block are empty: they join the first part with no entries
-  std::vector<RowSource> by_row(static_cast<std::size_t>(A.nrows));
-  for (const RowBlock &b : A.blocks)
-    for (std::int64_t k = 0; k < b.row_count(); ++k)
-      by_row[static_cast<std::size_t>(b.row(k))] = {&b, k, row_length(b, rowptr, k)};
-  static const RowBlock empty_block;
+  const std::vector<RowSource> by_row = row_sources(A, rowptr);
   for (std::int64_t i = 0; i < A.nrows; ++i) {
-    std::int64_t g = owner[static_cast<std::size_t>(i)];
-    RowSource s    = by_row[static_cast<std::size_t>(i)];
-    if (g < 0) {
-      g = 0;
-      s = {&empty_block, 0, 0};
-    }
+    std::int64_t g    = owner[static_cast<std::size_t>(i)];
+    const RowSource s = by_row[static_cast<std::size_t>(i)];
+    if (g < 0) g = 0;
     groups[static_cast<std::size_t>(g)].sources.push_back(s);
     groups[static_cast<std::size_t>(g)].rows.push_back(i);
   }
@@ -158,7 +167,60 @@ SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *c
   return c;
 }
 
+template <typename Index>
+SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Index *cols, int read, int slice_rows)
+{
+  check_copyable(A, slice_rows);
+  const std::vector<RowSource> by_row = row_sources(A, rowptr);
+  // A^T in CSR: column j of A with its rows in ascending order, values as products read them
+  std::vector<Index> t_rowptr(static_cast<std::size_t>(A.ncols + 1), 0);
+  for (const RowSource &s : by_row)
+    if (s.length > 0)
+      for_each_entry(*s.block, rowptr, cols, s.k, [&](std::int64_t, std::int64_t, std::int64_t col) {
+        ++t_rowptr[static_cast<std::size_t>(col + 1)];
+      });
+  for (std::int64_t j = 0; j < A.ncols; ++j)
+    t_rowptr[static_cast<std::size_t>(j + 1)] += t_rowptr[static_cast<std::size_t>(j)];
+  const std::size_t nnz = static_cast<std::size_t>(t_rowptr.back());
+  std::vector<Index> t_cols(nnz), next(t_rowptr.begin(), t_rowptr.end() - 1);
+  std::vector<double> t_vals(nnz);
+  for (std::int64_t i = 0; i < A.nrows; ++i) {
+    const RowSource &s = by_row[static_cast<std::size_t>(i)];
+    if (s.length == 0) continue;
+    dispatch_block_values(*s.block, read, [&](auto tag) {
+      using S        = typename decltype(tag)::type;
+      const auto val = values_of<S>(*s.block);
+      for_each_entry(*s.block, rowptr, cols, s.k, [&](std::int64_t, std::int64_t at, std::int64_t col) {
+        const std::size_t to = static_cast<std::size_t>(next[static_cast<std::size_t>(col)]++);
+        t_cols[to]           = static_cast<Index>(i);
+        t_vals[to]           = decode(val[at]);
+      });
+    });
+  }
+  CsrView<Index> t;
+  t.nrows  = static_cast<Index>(A.ncols);
+  t.ncols  = static_cast<Index>(A.nrows);
+  t.rowptr = t_rowptr.data();
+  t.cols   = t_cols.data();
+  t.values = t_vals.data();
+  // Lossless storage of those values: each row of A^T in the narrowest format that holds every one exactly (the
+  // builder's lossless choice), summed in AIJ's transpose order (sequential, rows of A ascending).
+  StorageOptions opts;
+  opts.mode           = StorageMode::lossless;
+  opts.order          = SumOrder::sequential;
+  opts.layout         = Layout::csr;
+  const CompactCsr AT = build_compact_csr(t, opts);
+  return make_sell_copy(AT, t.rowptr, t.cols, slice_rows);
+}
+
 template SellCopy make_sell_copy<std::int32_t>(const CompactCsr &, const std::int32_t *, const std::int32_t *, int);
 template SellCopy make_sell_copy<std::int64_t>(const CompactCsr &, const std::int64_t *, const std::int64_t *, int);
 
+} // namespace petscmp
+
+namespace petscmp {
+template SellCopy make_sell_transpose<std::int32_t>(const CompactCsr &, const std::int32_t *, const std::int32_t *, int,
+                                                    int);
+template SellCopy make_sell_transpose<std::int64_t>(const CompactCsr &, const std::int64_t *, const std::int64_t *, int,
+                                                    int);
 } // namespace petscmp

@@ -1,5 +1,6 @@
 // The GPU kernels (cuda_hip/) against the reference backend, bitwise, in every
-// storage mode, layout of the CPU copy, summation order and read level. Built
+// storage mode, layout of the CPU copy, summation order and read level:
+// products with the SELL copy of A and of A^T (the transpose). Built
 // twice: against the emulated backend (the same kernel source run on the host:
 // every machine, CI included, under the sanitizers too) and, where a GPU
 // backend is built, against the device (PETSCMP_TEST_GPU; the tests skip when
@@ -118,6 +119,7 @@ void compare_with_reference(const Matrix<Index> &a, StorageMode mode, SumOrder o
   expect_rows_covered(S);
   const std::size_t nr = static_cast<std::size_t>(a.nrows), nc = static_cast<std::size_t>(a.ncols);
   const std::vector<double> x = random_vector(nc, 301), z = random_vector(nr, 302);
+  const std::vector<double> xt = random_vector(nr, 303), zt = random_vector(nc, 304);
   for (int read : read_levels(mode)) {
     SCOPED_TRACE("segments read " + std::to_string(read));
     A.read_segments = read;
@@ -132,6 +134,21 @@ void compare_with_reference(const Matrix<Index> &a, StorageMode mode, SumOrder o
       ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
       ASSERT_TRUE(same(yz[i], refz[i])) << "row " << i;
       ASSERT_TRUE(same(ya[i], refz[i])) << "row " << i << " (z aliasing y)";
+    }
+    // the transpose: a product with the SELL copy of A^T at this read level
+    const SellCopy T = make_sell_transpose(A, a.rowptr.data(), a.cols.data(), read, slice_rows);
+    expect_rows_covered(T);
+    std::vector<double> reft(nc), reftz(nc);
+    reference::spmv_transpose(A, a.pattern(), xt.data(), nullptr, reft.data());
+    reference::spmv_transpose(A, a.pattern(), xt.data(), zt.data(), reftz.data());
+    std::vector<double> t(nc, 5.0), tz(nc, 5.0), ta(nc, 5.0);
+    backend_spmv(T, 0, xt, nullptr, t, false);
+    backend_spmv(T, 0, xt, &zt, tz, false);
+    backend_spmv(T, 0, xt, &zt, ta, true);
+    for (std::size_t j = 0; j < nc; ++j) {
+      ASSERT_TRUE(same(t[j], reft[j])) << "column " << j << ": " << t[j] << " vs " << reft[j];
+      ASSERT_TRUE(same(tz[j], reftz[j])) << "column " << j;
+      ASSERT_TRUE(same(ta[j], reftz[j])) << "column " << j << " (z aliasing y)";
     }
   }
 }

@@ -53,4 +53,16 @@ struct SellCopy {
 template <typename Index>
 SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *cols, int slice_rows = kGpuSliceRows);
 
+// The SELL copy of A^T as products of A read it at `read` segments of split
+// storage (0: all): a product with it is A^T x, summed as PETSc's SeqAIJ sums
+// MatMultTranspose (each y_j from z_j, adding a_ij x_i for the rows i of A in
+// ascending order), so bitwise the reference backend's spmv_transpose. Each
+// row of A^T mixes entries of rows of A stored in different formats: it is
+// stored in the narrowest format that holds all of them exactly (the builder's
+// lossless choice over the values A's products read), never rounded again.
+// One copy per read level.
+template <typename Index>
+SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Index *cols, int read = 0,
+                             int slice_rows = kGpuSliceRows);
+
 } // namespace petscmp
