@@ -2,14 +2,19 @@
 // the emulated backend (the same kernels run on the host), over the SELL copy
 // of a compact matrix (sell_copy.hpp).
 //   spmv: y = A x (z == nullptr) or y = A x + z (z may alias y), reading
-//         `read` segments of split storage (0: all; other formats ignore it).
-// Every row is summed by one thread in PETSc's order: bitwise the reference
-// backend's product, in every format.
+//         `read` segments of split storage (0: all; other formats ignore it);
+//         with the copy of A^T (make_sell_transpose), y = A^T x (+ z).
+//   block_jacobi_apply: y = M^{-1} x or M^{-T} x over apbjacobi's storage
+//         (x and y must not alias).
+// Every row is summed by one thread in PETSc's order (the reference's order
+// for the block-Jacobi apply): bitwise the reference backend's result, in
+// every format.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "petscmp/core/block_jacobi.hpp"
 #include "petscmp/core/sell_copy.hpp"
 
 namespace petscmp {
@@ -19,6 +24,7 @@ inline constexpr int kThreadsPerBlock = 256;
 
 namespace emulated {
 void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y);
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose);
 } // namespace emulated
 
 // The GPU backend this library was built with (CUDA or HIP: one per build,
@@ -44,6 +50,22 @@ private:
 };
 
 void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y);
+
+// apbjacobi's block storage in device memory.
+class DeviceBlockJacobi {
+public:
+  explicit DeviceBlockJacobi(const BlockJacobiStorage &M);
+  ~DeviceBlockJacobi();
+  DeviceBlockJacobi(const DeviceBlockJacobi &)            = delete;
+  DeviceBlockJacobi &operator=(const DeviceBlockJacobi &) = delete;
+  struct Impl;
+  const Impl &impl() const { return *impl_; }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+void block_jacobi_apply(const DeviceBlockJacobi &M, const double *x, double *y, bool transpose);
 
 // Device memory for the tests and benchmarks: n doubles, from and to the host.
 class DeviceVector {

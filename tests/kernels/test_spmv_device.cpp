@@ -7,6 +7,7 @@
 // the machine has no usable device).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "block_jacobi_apply.hpp"
 #include "csr_matrices.hpp"
 #include "device.hpp"
 #include "petscmp/core/compact_csr.hpp"
@@ -330,4 +332,74 @@ TEST(SellCopy, EntrySplitIsRefused)
   opts.mode          = StorageMode::entrysplit;
   const CompactCsr A = build_compact_csr(a.view(), opts);
   EXPECT_THROW(make_sell_copy(A, a.rowptr.data(), a.cols.data()), StorageError);
+}
+
+namespace {
+
+// A block-diagonal matrix whose dense blocks (sizes 1..32, drawn) are
+// diagonally dominant, its inverses packed in drawn formats, groups of
+// group_blocks blocks.
+BlockJacobiStorage random_block_jacobi(std::int64_t nrows, int group_blocks, unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t rows = 0; rows < nrows;) {
+    const int s = rng() % 4 == 0 ? 1 + static_cast<int>(rng() % kMaxBlockSize) : 1 + static_cast<int>(rng() % 6);
+    sizes.push_back(std::min<std::int64_t>(s, nrows - rows));
+    rows += sizes.back();
+  }
+  const BlockPartition p = partition_from_sizes(sizes.data(), static_cast<std::int64_t>(sizes.size()), nrows);
+  Matrix<std::int32_t> a;
+  a.nrows = a.ncols = static_cast<std::int32_t>(nrows);
+  for (std::int64_t b = 0; b < p.block_count(); ++b)
+    for (std::int64_t r = p.offsets[b]; r < p.offsets[b + 1]; ++r) {
+      for (std::int64_t c = p.offsets[b]; c < p.offsets[b + 1]; ++c) {
+        a.cols.push_back(static_cast<std::int32_t>(c));
+        a.vals.push_back(r == c ? p.block_size(b) + 1.0 : u(rng));
+      }
+      a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+    }
+  const InvertedBlocks inv = invert_diagonal_blocks(a.view(), p);
+  std::vector<Format> formats(static_cast<std::size_t>(p.block_count()));
+  for (Format &f : formats) // runs of one format, as the selection makes them, and single blocks
+    f = static_cast<Format>(rng() % 3 == 0 ? rng() % kFormatCount : (&f - formats.data()) / 40 % kFormatCount);
+  return pack_block_jacobi(inv, formats, group_blocks);
+}
+
+void backend_block_jacobi(const BlockJacobiStorage &M, const std::vector<double> &x, std::vector<double> &y,
+                          bool transpose)
+{
+#if defined(PETSCMP_TEST_GPU)
+  gpu::DeviceBlockJacobi d(M);
+  gpu::DeviceVector dx(x.size()), dy(y.size());
+  dx.upload(x.data());
+  gpu::block_jacobi_apply(d, dx.data(), dy.data(), transpose);
+  gpu::synchronize();
+  dy.download(y.data());
+#else
+  emulated::block_jacobi_apply(M, x.data(), y.data(), transpose);
+#endif
+}
+
+} // namespace
+
+// apbjacobi's apply: bitwise the reference's, every format, block sizes 1-32,
+// groups of 8 blocks (the default) and of 3, and the transpose.
+TEST(BlockJacobiDevice, BitwiseReference)
+{
+  SKIP_WITHOUT_DEVICE();
+  for (int group_blocks : {kDefaultGroupBlocks, 3}) {
+    const BlockJacobiStorage M = random_block_jacobi(30000, group_blocks, 71 + static_cast<unsigned>(group_blocks));
+    for (int f = 0; f < kFormatCount; ++f)
+      ASSERT_GT(std::count(M.block_format.begin(), M.block_format.end(), f), 10) << "format " << f << " too rare";
+    const std::vector<double> x = random_vector(static_cast<std::size_t>(M.nrows), 72);
+    for (bool transpose : {false, true}) {
+      std::vector<double> ref(x.size()), y(x.size(), 5.0);
+      reference::block_jacobi_apply(M, x.data(), ref.data(), transpose);
+      backend_block_jacobi(M, x, y, transpose);
+      for (std::size_t i = 0; i < x.size(); ++i)
+        ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << (transpose ? " (transpose)" : "");
+    }
+  }
 }

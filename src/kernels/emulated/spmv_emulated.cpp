@@ -2,6 +2,7 @@
 // a host loop over the blocks and threads of the launch a GPU would get. It
 // lets a machine without a GPU (CI) test the device kernels' code bitwise
 // against the reference backend, under the sanitizers too.
+#include "../cuda_hip/block_jacobi_apply.hpp"
 #include "../cuda_hip/dispatch.hpp"
 #include "../device.hpp"
 
@@ -46,6 +47,14 @@ void spmv(const SellCopy &A, int read, const double *x, const double *z, double 
       launch(v.lanes, [&](std::int64_t lane) { sell_spmv_thread<S, O>(v, lane, x, z, y); });
     });
   }
+}
+
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose)
+{
+  const std::vector<BlockGroupView> groups  = block_group_views(M);
+  const std::vector<std::int32_t> row_group = block_row_groups(M);
+  const BlockJacobiView v{M.nrows, row_group.data(), groups.data(), M.values.as<unsigned char>()};
+  launch(M.nrows, [&](std::int64_t row) { block_jacobi_thread(v, row, x, y, transpose); });
 }
 
 } // namespace emulated
