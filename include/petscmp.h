@@ -146,7 +146,11 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  narrow_rows         - rows of sliced blocks in narrow slices: not shifted, columns within 2^16 of the slice's
                          smallest one, stored as that column and a 16-bit offset per entry (half the index bytes)
 .  segments            - split storage: the segments each value is cut into (2 or 4; 0 for the other modes)
--  read_level          - split storage: the segments products read, 1..segments (segments: the exact values)
+.  read_level          - split storage: the segments products read, 1..segments (segments: the exact values)
+.  device_copies       - serial: copies made for products on vectors in device memory (SELL copies of 32-row slices of
+                         the compact copy, and of its transpose per read level), since the matrix was created; they are
+                         made again when the compact copy is
+-  device_bytes        - serial: bytes those copies hold now
 
    Level: intermediate
 S*/
@@ -175,6 +179,8 @@ typedef struct {
   PetscInt64 narrow_rows;
   PetscInt segments;
   PetscInt read_level;
+  PetscInt64 device_copies;
+  PetscReal device_bytes;
 } MatAIJMPInfo;
 
 PETSC_EXTERN PetscErrorCode PetscMPInitializePackage(void);

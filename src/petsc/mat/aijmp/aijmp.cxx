@@ -394,6 +394,11 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
                                    "  builds: %" PetscInt64_FMT " full, %" PetscInt64_FMT
                                    " value-only (same pattern and row formats: layout and indices kept)\n",
                                    info.builds, info.value_builds));
+  if (info.device_copies > 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  device products (%s backend, SELL copies of %d-row slices): %" PetscInt64_FMT
+                                     " copies made, %.3g MB held\n",
+                                     DeviceBackendName(), kGpuSliceRows, info.device_copies, info.device_bytes / 1e6));
   if (s.opts.mode == StorageMode::lossless || (info.segments > 0 && info.read_level == info.segments)) {
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  lossless: the stored operator is the assembled one; products equal AIJ's bit for bit\n"));

@@ -13,6 +13,7 @@
 
 #include "petscmp.h"
 #include "petscmpglue.h"
+#include "common/device_backend.h"
 #include "petscmp/core/compact_csr.hpp"
 
 namespace petscmp {
@@ -155,6 +156,7 @@ struct SeqAIJMP : ReplacedOps {
   PetscInt64 full_builds  = 0;     // compact copies built from scratch (formats, layout, indices, values)
   PetscInt64 value_builds = 0;     // value-only rebuilds: same pattern and row formats, values rewritten in place
   PetscErrorCode (*retrievevalues)(Mat) = nullptr;
+  std::unique_ptr<DeviceMirror> device; // products on device arrays (common/device_backend.h), made at the first
 };
 
 struct MPIAIJMP : ReplacedOps {

@@ -255,15 +255,102 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
   PetscFunctionReturn(0);
 }
 
+// Whether vector v's array is in device memory.
+PetscErrorCode on_device(Vec v, bool *device)
+{
+  const PetscScalar *a;
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetArrayReadAndMemType(v, &a, &mtype));
+  PetscCall(VecRestoreArrayReadAndMemType(v, &a));
+  *device = PetscMemTypeDevice(mtype);
+  PetscFunctionReturn(0);
+}
+
+// Whether this product runs on the device path (common/device_backend.h):
+// every vector in device memory, the matrix not bound to the CPU, and the
+// compact copy's kernels asked for (not AIJ's; no per-row read levels, which
+// the device kernels do not read; not an entry split).
+PetscErrorCode takes_device_path(Mat A, Vec xx, Vec zz, Vec yy, bool *device)
+{
+  const AIJMPSettings &s = data_of(A)->settings;
+  bool x_dev, y_dev, z_dev = true;
+#if defined(PETSC_HAVE_DEVICE)
+  const bool bound = A->boundtocpu; // MatBindToCPU()
+#else
+  const bool bound = false; // (MatBoundToCPU() says true in a PETSc without devices, where only a test Vec gets here)
+#endif
+
+  PetscFunctionBegin;
+  *device = false;
+  if (bound || s.kernel == MAT_AIJMP_KERNEL_AIJ || s.row_levels || s.opts.mode == StorageMode::entrysplit)
+    PetscFunctionReturn(0);
+  PetscCall(on_device(xx, &x_dev));
+  PetscCall(on_device(yy, &y_dev));
+  if (zz) PetscCall(on_device(zz, &z_dev));
+  *device = x_dev && y_dev && z_dev;
+  PetscFunctionReturn(0);
+}
+
+// y = op(A) x (+ z) by the device kernels, on the vectors' device arrays.
+PetscErrorCode apply_device(Mat A, Product product, Vec xx, Vec zz, Vec yy)
+{
+  SeqAIJMP *d = data_of(A);
+  const CompactCsr *c;
+  const PetscScalar *x, *z = nullptr;
+  PetscScalar *y;
+  PetscMemType mtype;
+  CsrView<PetscInt> view;
+  const PetscLogEvent event = product == Product::transpose ? MATAIJMP_MultTranspose
+                              : zz                          ? MATAIJMP_MultAdd
+                                                            : MATAIJMP_Mult;
+
+  PetscFunctionBegin;
+  PetscCall(SeqAIJMPGetCompact(A, &c));
+  PetscCall(SeqAIJCsrView(A, view));
+  if (!d->device) d->device = std::make_unique<DeviceMirror>();
+  PetscCall(PetscLogEventBegin(event, A, xx, yy, 0));
+  PetscCall(VecGetArrayReadAndMemType(xx, &x, &mtype));
+  if (zz && zz == yy) {
+    PetscCall(VecGetArrayAndMemType(yy, &y, &mtype));
+    z = y;
+  } else {
+    if (zz) PetscCall(VecGetArrayReadAndMemType(zz, &z, &mtype));
+    PetscCall(VecGetArrayWriteAndMemType(yy, &y, &mtype));
+  }
+  const int read = static_cast<int>(d->settings.read_segments);
+  PetscCall(guarded([&] {
+    DeviceMirrorProduct(*d->device, *c, d->full_builds + d->value_builds, view, product == Product::transpose, read,
+                        x, z, y);
+  }));
+  if (zz && zz == yy)
+    PetscCall(VecRestoreArrayAndMemType(yy, &y));
+  else {
+    if (zz) PetscCall(VecRestoreArrayReadAndMemType(zz, &z));
+    PetscCall(VecRestoreArrayWriteAndMemType(yy, &y));
+  }
+  PetscCall(VecRestoreArrayReadAndMemType(xx, &x));
+  PetscCall(log_mult_flops(A, *c));
+  PetscCall(PetscLogEventEnd(event, A, xx, yy, 0));
+  PetscFunctionReturn(0);
+}
+
 // y = op(A) x (+ z): the one path all four products take.
 PetscErrorCode apply(Mat A, Product product, Vec xx, Vec zz, Vec yy)
 {
   MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_COMPACT;
   PetscLogDouble t0, t1, seconds = 0;
+  bool device;
 
   PetscFunctionBegin;
   PetscCheck(A->assembled, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
              "petscmp: the matrix must be assembled before a product");
+  PetscCall(takes_device_path(A, xx, zz, yy, &device));
+  if (device) {
+    PetscCall(apply_device(A, product, xx, zz, yy));
+    PetscFunctionReturn(0);
+  }
   PetscCall(next_kernel(A, product, &kernel));
   if (kernel == MAT_AIJMP_KERNEL_AIJ) {
     PetscCall(PetscTime(&t0));
@@ -348,6 +435,10 @@ PetscErrorCode MatAIJMPGetInfo_SeqAIJMP(Mat A, MatAIJMPInfo *info)
   info->read_level   = AIJMPReadLevel(d->settings);
   info->builds       = d->full_builds;
   info->value_builds = d->value_builds;
+  if (d->device) {
+    info->device_copies = d->device->builds;
+    info->device_bytes  = d->device->bytes;
+  }
   PetscCall(SeqAIJMPKernelInfo(A, *info));
   PetscFunctionReturn(0);
 }

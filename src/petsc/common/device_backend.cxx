@@ -1,0 +1,68 @@
+// The device path of the products (device_backend.h).
+#include "device_backend.h"
+
+#include "device.hpp"
+
+namespace petscmp {
+
+#if defined(PETSCMP_GPU_BACKEND)
+struct DeviceMirror::Copy {
+  gpu::DeviceSell device;
+  explicit Copy(const SellCopy &host) : device(host) {} // the host copy is dropped once uploaded
+};
+const char *DeviceBackendName()
+{
+  return gpu::backend_name();
+}
+static void run(const DeviceMirror::Copy &copy, int read, const double *x, const double *z, double *y)
+{
+  gpu::spmv(copy.device, read, x, z, y);
+}
+#else
+struct DeviceMirror::Copy {
+  SellCopy host;
+  explicit Copy(SellCopy &&c) : host(std::move(c)) {}
+};
+const char *DeviceBackendName()
+{
+  return "emulated";
+}
+static void run(const DeviceMirror::Copy &copy, int read, const double *x, const double *z, double *y)
+{
+  emulated::spmv(copy.host, read, x, z, y);
+}
+#endif
+
+DeviceMirror::DeviceMirror()  = default;
+DeviceMirror::~DeviceMirror() = default;
+
+void DeviceMirror::clear()
+{
+  mult.reset();
+  transposes.clear();
+  source     = nullptr;
+  generation = -1;
+  bytes      = 0;
+}
+
+void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 generation, const CsrView<PetscInt> &view,
+                         bool transpose, int read, const double *x, const double *z, double *y)
+{
+  if (m.source != &c || m.generation != generation) {
+    m.clear();
+    m.source     = &c;
+    m.generation = generation;
+  }
+  std::unique_ptr<DeviceMirror::Copy> &copy = transpose ? m.transposes[read] : m.mult;
+  if (!copy) {
+    SellCopy s = transpose ? make_sell_transpose(c, view.rowptr, view.cols, read)
+                           : make_sell_copy(c, view.rowptr, view.cols);
+    m.bytes += static_cast<double>(s.bytes());
+    copy = std::make_unique<DeviceMirror::Copy>(std::move(s));
+    ++m.builds;
+  }
+  // (a product's read level is a kernel argument; the transpose's copy holds the values read at its level)
+  run(*copy, transpose ? 0 : read, x, z, y);
+}
+
+} // namespace petscmp

@@ -1,0 +1,56 @@
+// The device path of the products, chosen in this one place: where a product's
+// vectors live in device memory (VecGetArrayReadAndMemType), aijmp computes it
+// with the device kernels over a device mirror of its compact copy.
+//   - A build with a GPU backend (PETSCMP_GPU_BACKEND: CUDA or HIP, against a
+//     device-enabled PETSc) runs that backend's kernels.
+//   - A build without one runs the emulated backend: the same kernels on the
+//     host. Only a test Vec that reports device memory over host memory
+//     (tests/petsc/test_device.c) takes this path there; a CPU-only PETSc never
+//     hands out device memory.
+// The mirror is a SELL-32 copy of the compact copy (sell_copy.hpp), so the
+// formats stay those the storage builder chose, bit for bit; it is rebuilt
+// lazily when the compact copy is (the same staleness key, through the
+// copy's build count). The host fp64 CSR stays the master.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include <petscsys.h>
+
+#include "petscmp/core/compact_csr.hpp"
+#include "petscmp/core/sell_copy.hpp"
+
+namespace petscmp {
+
+// "cuda", "hip" or "emulated".
+const char *DeviceBackendName();
+
+struct DeviceMirror {
+  struct Copy; // one SELL copy where the backend reads it (device memory, or the host for the emulated backend)
+  DeviceMirror();
+  ~DeviceMirror();
+  const CompactCsr *source = nullptr; // the compact copy mirrored, at build `generation`
+  PetscInt64 generation    = -1;
+  std::unique_ptr<Copy> mult;
+  std::map<int, std::unique_ptr<Copy>> transposes; // by read level
+  PetscInt64 builds = 0;                           // copies made (for the view and the tests)
+  double bytes      = 0;                           // of the copies held
+  void clear();
+};
+
+// y = A x (+ z) or A^T x (+ z) on device arrays, A the compact copy c at build
+// `generation` of its matrix (view: its master pattern), reading `read`
+// segments of split storage. z may alias y. The mirror is made first where it
+// is stale. Throws StorageError where the device path cannot serve c (an entry
+// split): callers check DeviceMirrorServes first.
+void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 generation, const CsrView<PetscInt> &view,
+                         bool transpose, int read, const double *x, const double *z, double *y);
+
+// Whether the device path computes products of c (every storage but an entry split).
+inline bool DeviceMirrorServes(const CompactCsr &c)
+{
+  return !c.entry_split();
+}
+
+} // namespace petscmp
