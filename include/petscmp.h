@@ -302,7 +302,9 @@ PETSC_EXTERN const char *const PCAPBJacobiFormatsTypes[];
 .  forced_fallbacks       - blocks stored in fp64 because the forced format cannot hold them
 .  bytes, fp64_bytes      - bytes of the stored inverses, and of the same inverses in fp64
 .  kappa_min, kappa_max   - smallest and largest condition number kappa_1 of a block
--  seconds_detection, seconds_inversion, seconds_selection - setup time per phase
+.  seconds_detection, seconds_inversion, seconds_selection - setup time per phase
+-  device_copies          - copies of the blocks made for applies on vectors in device memory (since the last setup;
+                            the most of any rank)
 
    Level: intermediate
 S*/
@@ -316,6 +318,7 @@ typedef struct {
   PetscReal bytes, fp64_bytes;
   PetscReal kappa_min, kappa_max;
   PetscReal seconds_detection, seconds_inversion, seconds_selection;
+  PetscInt64 device_copies;
 } PCAPBJacobiInfo;
 
 PETSC_EXTERN PetscErrorCode PCAPBJacobiSetMaxBlockSize(PC, PetscInt);

@@ -12,6 +12,8 @@
    - split storage at a read level, for products and transposes;
    - where the device path does not serve (entry split, -mat_aijmp_kernel aij,
      per-row read levels) the host path computes, with the same figures.
+   PCAPBJACOBI's apply on such vectors is the device kernel's, bitwise the
+   host apply's, one copy of the blocks per setup.
    Serial only: PETSc's own VecScatter (MPIAIJ's ghost exchange) also asks
    the vector for its memory type, and a CPU-only PETSc has no device code to
    pack "device" memory with; MPI products on device vectors need a
@@ -168,6 +170,52 @@ static PetscErrorCode CheckStorage(MatAIJMPStorage storage, PetscBool inode, Pet
   PetscFunctionReturn(0);
 }
 
+/* PCAPBJACOBI's apply on device vectors: bitwise the host apply; one copy of the blocks per setup. */
+static PetscErrorCode CheckAPBJacobi(void)
+{
+  TestMatOpts o;
+  Mat         A;
+  PC          pc;
+  Vec         x, y, dx, dy;
+  PCAPBJacobiInfo info;
+
+  PetscFunctionBeginUser;
+  TestMatOptsDefault(&o, 900);
+  o.inode = PETSC_TRUE; /* nodes of 3 rows: blocks of several sizes and formats */
+  PetscCall(TestMatCreate(PETSC_COMM_SELF, MATAIJ, &o, &A));
+  PetscCall(MatShift(A, 40.0)); /* diagonally dominant blocks */
+  PetscCall(PCCreate(PETSC_COMM_SELF, &pc));
+  PetscCall(PCSetType(pc, PCAPBJACOBI));
+  PetscCall(PCSetOperators(pc, A, A));
+  PetscCall(PCSetUp(pc));
+  PetscCall(MatCreateVecs(A, &x, &y));
+  PetscCall(TestVecFill(x, 8));
+  PetscCall(DeviceVecDuplicate(x, &dx));
+  PetscCall(DeviceVecDuplicate(y, &dy));
+  for (int round = 0; round < 2; round++) { /* the second after new values and a new setup */
+    PetscCall(PCApply(pc, x, y));
+    PetscCall(PCAPBJacobiGetInfo(pc, &info));
+    TEST_CHECK(PETSC_COMM_SELF, info.device_copies == 0, "apbjacobi: %" PetscInt64_FMT " device copies after a host apply", info.device_copies);
+    PetscCall(PCApply(pc, dx, dy));
+    PetscCall(TestCheckBitwise(y, dy, "apbjacobi: PCApply on device vectors"));
+    PetscCall(PCApplyTranspose(pc, x, y));
+    PetscCall(PCApplyTranspose(pc, dx, dy));
+    PetscCall(TestCheckBitwise(y, dy, "apbjacobi: PCApplyTranspose on device vectors"));
+    PetscCall(PCAPBJacobiGetInfo(pc, &info));
+    TEST_CHECK(PETSC_COMM_SELF, info.device_copies == 1, "apbjacobi: %" PetscInt64_FMT " device copies, expected 1", info.device_copies);
+    PetscCall(MatScale(A, 1.5));
+    PetscCall(PCSetUp(pc));
+  }
+  EXPECT_ERROR(PCApply(pc, dx, y), "apbjacobi: x in device memory, y in host memory");
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&dx));
+  PetscCall(VecDestroy(&dy));
+  PetscCall(PCDestroy(&pc));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
@@ -189,6 +237,7 @@ int main(int argc, char **argv)
     TEST_CHECK(PETSC_COMM_SELF, n == 0, "kernel aij: %" PetscInt64_FMT " device copies", n);
     PetscCall(MatDestroy(&A));
   }
+  PetscCall(CheckAPBJacobi());
   int rc = TestFinish();
   PetscCall(PetscFinalize());
   return rc;

@@ -18,7 +18,22 @@ static void run(const DeviceMirror::Copy &copy, int read, const double *x, const
 {
   gpu::spmv(copy.device, read, x, z, y);
 }
+struct DeviceBlockJacobiMirror::Copy {
+  gpu::DeviceBlockJacobi device;
+  explicit Copy(const BlockJacobiStorage &M) : device(M) {}
+  void apply(const BlockJacobiStorage &, const double *x, double *y, bool transpose) const
+  {
+    gpu::block_jacobi_apply(device, x, y, transpose);
+  }
+};
 #else
+struct DeviceBlockJacobiMirror::Copy { // the emulated backend reads the host storage itself
+  explicit Copy(const BlockJacobiStorage &) {}
+  void apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose) const
+  {
+    emulated::block_jacobi_apply(M, x, y, transpose);
+  }
+};
 struct DeviceMirror::Copy {
   SellCopy host;
   explicit Copy(SellCopy &&c) : host(std::move(c)) {}
@@ -55,14 +70,32 @@ void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 genera
   }
   std::unique_ptr<DeviceMirror::Copy> &copy = transpose ? m.transposes[read] : m.mult;
   if (!copy) {
-    SellCopy s = transpose ? make_sell_transpose(c, view.rowptr, view.cols, read)
-                           : make_sell_copy(c, view.rowptr, view.cols);
+    SellCopy s =
+        transpose ? make_sell_transpose(c, view.rowptr, view.cols, read) : make_sell_copy(c, view.rowptr, view.cols);
     m.bytes += static_cast<double>(s.bytes());
     copy = std::make_unique<DeviceMirror::Copy>(std::move(s));
     ++m.builds;
   }
   // (a product's read level is a kernel argument; the transpose's copy holds the values read at its level)
   run(*copy, transpose ? 0 : read, x, z, y);
+}
+
+DeviceBlockJacobiMirror::DeviceBlockJacobiMirror()  = default;
+DeviceBlockJacobiMirror::~DeviceBlockJacobiMirror() = default;
+void DeviceBlockJacobiMirror::clear()
+{
+  copy.reset();
+  builds = 0;
+}
+
+void DeviceBlockJacobiApply(DeviceBlockJacobiMirror &m, const BlockJacobiStorage &M, const double *x, double *y,
+                            bool transpose)
+{
+  if (!m.copy) {
+    m.copy = std::make_unique<DeviceBlockJacobiMirror::Copy>(M);
+    ++m.builds;
+  }
+  m.copy->apply(M, x, y, transpose);
 }
 
 } // namespace petscmp

@@ -18,6 +18,7 @@
 
 #include <petscsys.h>
 
+#include "petscmp/core/block_jacobi.hpp"
 #include "petscmp/core/compact_csr.hpp"
 #include "petscmp/core/sell_copy.hpp"
 
@@ -46,6 +47,22 @@ struct DeviceMirror {
 // split): callers check DeviceMirrorServes first.
 void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 generation, const CsrView<PetscInt> &view,
                          bool transpose, int read, const double *x, const double *z, double *y);
+
+// apbjacobi's blocks where the backend reads them; dropped (clear) whenever
+// the preconditioner's storage is made anew.
+struct DeviceBlockJacobiMirror {
+  struct Copy;
+  DeviceBlockJacobiMirror();
+  ~DeviceBlockJacobiMirror();
+  std::unique_ptr<Copy> copy;
+  PetscInt64 builds = 0; // copies made
+  void clear();
+};
+
+// y = M^{-1} x (or M^{-T} x) on device arrays, M apbjacobi's storage (the
+// mirror made first where it holds none).
+void DeviceBlockJacobiApply(DeviceBlockJacobiMirror &m, const BlockJacobiStorage &M, const double *x, double *y,
+                            bool transpose);
 
 // Whether the device path computes products of c (every storage but an entry split).
 inline bool DeviceMirrorServes(const CompactCsr &c)

@@ -321,8 +321,8 @@ PetscErrorCode apply_device(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   }
   const int read = static_cast<int>(d->settings.read_segments);
   PetscCall(guarded([&] {
-    DeviceMirrorProduct(*d->device, *c, d->full_builds + d->value_builds, view, product == Product::transpose, read,
-                        x, z, y);
+    DeviceMirrorProduct(*d->device, *c, d->full_builds + d->value_builds, view, product == Product::transpose, read, x,
+                        z, y);
   }));
   if (zz && zz == yy)
     PetscCall(VecRestoreArrayAndMemType(yy, &y));

@@ -9,6 +9,7 @@
 #include <petsc/private/pcimpl.h>
 
 #include "block_jacobi_apply.hpp"
+#include "common/device_backend.h"
 #include "pc/apbjacobi/apbjacobiimpl.h"
 #include "petscmp.h"
 #include "petscmpglue.h"
@@ -47,7 +48,8 @@ struct APBJacobi {
   char rule[128]       = "";    // how the partition was chosen, for the view
   std::vector<PetscInt> local_sizes;
   std::unique_ptr<BlockJacobiStorage> storage;
-  Mat converted = nullptr; // the local block as SeqAIJ when it is another type
+  DeviceBlockJacobiMirror device; // the storage for applies on device vectors (common/device_backend.h)
+  Mat converted = nullptr;        // the local block as SeqAIJ when it is another type
   bool failed   = false;
   PCAPBJacobiInfo local_info{};
 };
@@ -319,6 +321,7 @@ PetscErrorCode PCSetUp_APBJacobi(PC pc)
   pc->failedreason = PC_NOERROR;
   // a new setup of the same PC (new values, a Newton step): the new inverses are packed into the old ones' memory
   std::unique_ptr<BlockJacobiStorage> old_storage = std::move(jac->storage);
+  jac->device.clear();
   PetscCall(PetscTime(&t0));
   PetscCall(PetscLogEventBegin(PCAPBJACOBI_Detect, pc, 0, 0, 0));
   PetscCall(LocalCsr(pc, csr));
@@ -362,12 +365,19 @@ PetscErrorCode Apply(PC pc, Vec x, Vec y, bool transpose)
     PetscFunctionReturn(0);
   }
   const int nt = static_cast<int>(jac->nthreads > 0 ? jac->nthreads : openmp::default_thread_count());
+  PetscMemType xm, ym;
   PetscCall(PetscLogEventBegin(PCAPBJACOBI_Apply, pc, x, y, 0));
-  PetscCall(VecGetArrayRead(x, &xx));
-  PetscCall(VecGetArrayWrite(y, &yy));
-  openmp::block_jacobi_apply(*jac->storage, xx, yy, transpose, nt);
-  PetscCall(VecRestoreArrayWrite(y, &yy));
-  PetscCall(VecRestoreArrayRead(x, &xx));
+  PetscCall(VecGetArrayReadAndMemType(x, &xx, &xm));
+  PetscCall(VecGetArrayWriteAndMemType(y, &yy, &ym));
+  if (PetscMemTypeDevice(xm) && PetscMemTypeDevice(ym)) // both on the device: the device kernel
+    PetscCall(guarded([&] { DeviceBlockJacobiApply(jac->device, *jac->storage, xx, yy, transpose); }));
+  else if (PetscMemTypeHost(xm) && PetscMemTypeHost(ym))
+    openmp::block_jacobi_apply(*jac->storage, xx, yy, transpose, nt);
+  else
+    SETERRQ(PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_INCOMP,
+            "petscmp: PCAPBJACOBI needs x and y in the same memory (both host or both device vectors)");
+  PetscCall(VecRestoreArrayWriteAndMemType(y, &yy));
+  PetscCall(VecRestoreArrayReadAndMemType(x, &xx));
   PetscCall(PetscLogFlops(2.0 * jac->local_info.fp64_bytes / 8.0));
   PetscCall(PetscLogEventEnd(PCAPBJACOBI_Apply, pc, x, y, 0));
   PetscFunctionReturn(0);
@@ -388,6 +398,7 @@ PetscErrorCode PCReset_APBJacobi(PC pc)
 
   PetscFunctionBegin;
   jac->storage.reset();
+  jac->device.clear();
   jac->partition       = BlockPartition{};
   jac->partition_valid = false;
   jac->local_sizes.clear();
@@ -920,6 +931,8 @@ PetscErrorCode PCAPBJacobiGetInfo(PC pc, PCAPBJacobiInfo *info)
   info->failed_blocks    = counts[k++];
   info->range_rejections = counts[k++];
   info->forced_fallbacks = counts[k++];
+  info->device_copies    = jac->device.builds;
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &info->device_copies, 1, MPIU_INT64, MPI_MAX, comm));
   PetscReal sums[2]      = {l.bytes, l.fp64_bytes};
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, 2, MPIU_REAL, MPI_SUM, comm));
   info->bytes      = sums[0];
