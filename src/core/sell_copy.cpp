@@ -1,6 +1,7 @@
 // The SELL-C copy for thread-per-row kernels (sell_copy.hpp).
 #include "petscmp/core/sell_copy.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -48,6 +49,38 @@ template <typename Index> std::int64_t row_length(const RowBlock &b, const Index
   return rowptr[b.row(k) + 1] - rowptr[b.row(k)];
 }
 
+// Stores the part's columns as 16-bit offsets from each slice's smallest
+// column when every slice's columns lie within 2^16 of it.
+void narrow_columns(SellPart &p, int C)
+{
+  std::vector<std::int32_t> base(static_cast<std::size_t>(p.slices), 0);
+  for (std::int64_t q = 0; q < p.slices; ++q) {
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+    for (std::int64_t l = q * C; l < (q + 1) * C; ++l) {
+      const std::int64_t first = p.slice_offsets[static_cast<std::size_t>(q)] + l % C;
+      for (std::int64_t e = 0; e < p.lengths[static_cast<std::size_t>(l)]; ++e) {
+        const std::int64_t col = p.cols[static_cast<std::size_t>(first + e * C)];
+        lo                     = std::min(lo, col);
+        hi                     = std::max(hi, col);
+      }
+    }
+    if (hi < 0) continue; // no entries
+    if (hi - lo > std::numeric_limits<std::uint16_t>::max()) return;
+    base[static_cast<std::size_t>(q)] = static_cast<std::int32_t>(lo);
+  }
+  p.narrow_cols.assign(p.cols.size(), 0);
+  for (std::int64_t q = 0; q < p.slices; ++q)
+    for (std::int64_t l = q * C; l < (q + 1) * C; ++l) {
+      const std::int64_t first = p.slice_offsets[static_cast<std::size_t>(q)] + l % C;
+      for (std::int64_t e = 0; e < p.lengths[static_cast<std::size_t>(l)]; ++e) {
+        const std::size_t at = static_cast<std::size_t>(first + e * C);
+        p.narrow_cols[at]    = static_cast<std::uint16_t>(p.cols[at] - base[static_cast<std::size_t>(q)]);
+      }
+    }
+  p.slice_base = std::move(base);
+  std::vector<std::int32_t>().swap(p.cols);
+}
+
 template <typename Index>
 SellPart make_part(std::vector<RowSource> &&sources, const std::vector<std::int64_t> &source_rows, const Index *rowptr,
                    const Index *master_cols, int C, Format format, int segments)
@@ -91,6 +124,7 @@ SellPart make_part(std::vector<RowSource> &&sources, const std::vector<std::int6
                     in + (plane * s.block->plane_stride + at) * static_cast<std::int64_t>(word), word);
     });
   }
+  narrow_columns(p, C);
   return p;
 }
 
@@ -119,8 +153,8 @@ std::int64_t SellCopy::bytes() const
 {
   std::int64_t total = 0;
   for (const SellPart &p : parts)
-    total += static_cast<std::int64_t>(p.values.size() + p.cols.size() * 4 + p.rows.size() * 8) +
-             static_cast<std::int64_t>(p.slice_offsets.size() * 8);
+    total += static_cast<std::int64_t>(p.values.size() + p.cols.size() * 4 + p.narrow_cols.size() * 2 +
+                                       p.slice_base.size() * 4 + p.rows.size() * 8 + p.slice_offsets.size() * 8);
   return total;
 }
 

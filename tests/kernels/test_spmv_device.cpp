@@ -175,6 +175,9 @@ template <typename Index> void run_mode(StorageMode mode, int slice_rows)
   const Matrix<Index> s27 = stencil_matrix<Index>(Index(16), 27, Shape::runs, 63, 1024); // shifted and narrow slices
   compare_with_reference(s27, mode, SumOrder::paired, Layout::sliced, slice_rows);
   compare_with_reference(s27, mode, SumOrder::sequential, Layout::automatic, slice_rows);
+  // columns anywhere in 150000: slices wider than 16-bit offsets reach (32-bit columns)
+  const Matrix<Index> w = random_matrix<Index>(Index(20000), Index(150000), Shape::fragmented, 66, kRows);
+  compare_with_reference(w, mode, SumOrder::paired, Layout::csr, slice_rows);
   // an MPI matrix's off-diagonal block: rectangular, mostly empty rows
   const Matrix<Index> b = random_matrix<Index>(Index(20000), Index(3000), Shape::mostly_empty, 64, kRows);
   compare_with_reference(b, mode, SumOrder::paired, Layout::csr, slice_rows);
@@ -323,6 +326,38 @@ TEST(SpmvDeviceDecode, ComparisonSeesOneChangedBit)
   p.values.as<unsigned char>()[at * static_cast<std::int64_t>(format_bytes(p.format))] ^= 1u;
   backend_spmv(S, 0, x, nullptr, y, false);
   EXPECT_FALSE(same(y[static_cast<std::size_t>(p.rows[lane])], ref[static_cast<std::size_t>(p.rows[lane])]));
+}
+
+// 16-bit column offsets where every slice of a part spans less than 2^16
+// columns (the products above run both kinds), 32-bit columns elsewhere.
+TEST(SellCopy, NarrowColumnsWhereSlicesAllowThem)
+{
+  const Matrix<std::int32_t> near = random_matrix<std::int32_t>(20000, 60000, Shape::runs, 68, kRows);
+  const Matrix<std::int32_t> far  = random_matrix<std::int32_t>(20000, 150000, Shape::runs, 69, kRows);
+  const CompactCsr A              = build_compact_csr(near.view(), StorageOptions{}),
+                   B              = build_compact_csr(far.view(), StorageOptions{});
+  const SellCopy S                = make_sell_copy(A, near.rowptr.data(), near.cols.data());
+  const SellCopy T                = make_sell_copy(B, far.rowptr.data(), far.cols.data());
+  for (const SellPart &p : S.parts) {
+    EXPECT_TRUE(p.narrow());
+    EXPECT_TRUE(p.cols.empty());
+    EXPECT_EQ(p.narrow_cols.size(), static_cast<std::size_t>(p.stored()));
+  }
+  for (const SellPart &p : T.parts) {
+    EXPECT_FALSE(p.narrow());
+    EXPECT_EQ(p.cols.size(), static_cast<std::size_t>(p.stored()));
+  }
+  // the offsets give back every column
+  for (const SellPart &p : S.parts)
+    for (std::int64_t l = 0; l < static_cast<std::int64_t>(p.rows.size()); ++l) {
+      if (p.rows[static_cast<std::size_t>(l)] < 0) continue;
+      const std::int32_t row   = p.rows[static_cast<std::size_t>(l)];
+      const std::int64_t first = p.slice_offsets[static_cast<std::size_t>(l / S.slice_rows)] + l % S.slice_rows;
+      for (std::int32_t e = 0; e < p.lengths[static_cast<std::size_t>(l)]; ++e)
+        ASSERT_EQ(p.slice_base[static_cast<std::size_t>(l / S.slice_rows)] +
+                      p.narrow_cols[static_cast<std::size_t>(first + e * S.slice_rows)],
+                  near.cols[static_cast<std::size_t>(near.rowptr[static_cast<std::size_t>(row)] + e)]);
+    }
 }
 
 TEST(SellCopy, EntrySplitIsRefused)

@@ -10,11 +10,20 @@
 
 namespace petscmp {
 
-// Calls launch(type_tag<S>{}, order tag) for a part stored in `format` (or
-// `segments` planes), read at `read` segments (0: all).
-template <typename Fn> void dispatch_part(Format format, int segments, int read, SumOrder order, Fn &&launch)
+// Calls launch(type_tag<S>{}, order tag, narrow tag) for a part stored in
+// `format` (or `segments` planes), read at `read` segments (0: all), with
+// 16-bit column offsets or not.
+template <typename Fn>
+void dispatch_part(Format format, int segments, int read, SumOrder order, bool narrow, Fn &&launch)
 {
-  auto with_type = [&](auto tag) { dispatch_order(order, [&](auto o) { launch(tag, o); }); };
+  auto with_type = [&](auto tag) {
+    dispatch_order(order, [&](auto o) {
+      if (narrow)
+        launch(tag, o, std::true_type{});
+      else
+        launch(tag, o, std::false_type{});
+    });
+  };
   if (segments > 1)
     dispatch_segments(segments, read, with_type);
   else

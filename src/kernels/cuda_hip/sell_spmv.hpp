@@ -24,7 +24,9 @@ struct SellPartView {
   const std::int32_t *rows          = nullptr;
   const std::int32_t *lengths       = nullptr;
   const std::int64_t *slice_offsets = nullptr;
-  const std::int32_t *cols          = nullptr;
+  const std::int32_t *cols          = nullptr; // 32-bit columns, or
+  const std::uint16_t *narrow_cols  = nullptr; // 16-bit offsets from slice_base[q]
+  const std::int32_t *slice_base    = nullptr;
   const void *values                = nullptr;
   std::int64_t plane_stride         = 0; // split storage: entries per segment plane
 };
@@ -43,10 +45,18 @@ PETSCMP_HOST_DEVICE inline storage_pointer_t<S> part_values(const SellPartView &
   }
 }
 
+// The columns of a narrow slice: its base column plus a 16-bit offset per entry.
+struct OffsetColumns {
+  const std::uint16_t *offsets;
+  std::int64_t base;
+  PETSCMP_HOST_DEVICE std::int64_t operator[](std::int64_t at) const { return base + offsets[at]; }
+};
+
 // Thread `lane` (the global thread index) of y = A x (+ z) over one part:
 // y[row] = z[row] (or 0) + the row's products. z may alias y (each thread
-// reads its own row's z before it writes that row of y).
-template <typename S, SumOrder Order>
+// reads its own row's z before it writes that row of y). Narrow: the part
+// stores 16-bit column offsets.
+template <typename S, SumOrder Order, bool Narrow>
 PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int64_t lane, const double *x,
                                                  const double *z, double *y)
 {
@@ -57,7 +67,11 @@ PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int
   const std::int64_t first = p.slice_offsets[lane / C] + lane % C;
   const std::int64_t n     = p.lengths[lane];
   const auto vals          = make_range(part_values<S>(p, first), static_cast<std::size_t>(n * C));
-  y[row]                   = row_dot<Order>(z ? z[row] : 0.0, vals, p.cols + first, n, x, C);
+  const double init        = z ? z[row] : 0.0;
+  if constexpr (Narrow)
+    y[row] = row_dot<Order>(init, vals, OffsetColumns{p.narrow_cols + first, p.slice_base[lane / C]}, n, x, C);
+  else
+    y[row] = row_dot<Order>(init, vals, p.cols + first, n, x, C);
 }
 
 } // namespace petscmp

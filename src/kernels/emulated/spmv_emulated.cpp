@@ -30,6 +30,8 @@ SellPartView view_of(const SellPart &p, int slice_rows)
   v.lengths       = p.lengths.data();
   v.slice_offsets = p.slice_offsets.data();
   v.cols          = p.cols.data();
+  v.narrow_cols   = p.narrow_cols.data();
+  v.slice_base    = p.slice_base.data();
   v.values        = p.values.as<unsigned char>();
   v.plane_stride  = p.plane_stride;
   return v;
@@ -41,10 +43,10 @@ void spmv(const SellCopy &A, int read, const double *x, const double *z, double 
 {
   for (const SellPart &part : A.parts) {
     const SellPartView v = view_of(part, A.slice_rows);
-    dispatch_part(part.format, part.segments, read, A.order, [&](auto tag, auto order) {
+    dispatch_part(part.format, part.segments, read, A.order, part.narrow(), [&](auto tag, auto order, auto narrow) {
       using S              = typename decltype(tag)::type;
       constexpr SumOrder O = decltype(order)::value;
-      launch(v.lanes, [&](std::int64_t lane) { sell_spmv_thread<S, O>(v, lane, x, z, y); });
+      launch(v.lanes, [&](std::int64_t lane) { sell_spmv_thread<S, O, decltype(narrow)::value>(v, lane, x, z, y); });
     });
   }
 }

@@ -32,9 +32,17 @@ struct SellPart {
   std::vector<std::int32_t> rows;          // slices * C lanes: the lane's matrix row, -1 past the last row
   std::vector<std::int32_t> lengths;       // slices * C lanes: stored entries of the lane's row
   std::vector<std::int64_t> slice_offsets; // slices + 1: entry e of lane l of slice q at offsets[q] + e C + l
-  std::vector<std::int32_t> cols;          // one column per stored entry (padding: column 0, value 0)
-  AlignedBytes values;                     // one value per stored entry in `format` (or the segment planes)
+  // The column of every stored entry: 32 bits (cols), or, where the columns of
+  // every slice of the part lie within 2^16 of the slice's smallest
+  // (slice_base[q]; rows of a mesh numbered with locality), a 16-bit offset
+  // from it (narrow_cols; cols is then empty): half the index bytes. Padding
+  // entries: column 0 (offset 0), value 0.
+  std::vector<std::int32_t> cols;
+  std::vector<std::uint16_t> narrow_cols;
+  std::vector<std::int32_t> slice_base;
+  AlignedBytes values; // one value per stored entry in `format` (or the segment planes)
   std::int64_t stored() const { return slice_offsets.empty() ? 0 : slice_offsets.back(); }
+  bool narrow() const { return !slice_base.empty(); }
 };
 
 struct SellCopy {
