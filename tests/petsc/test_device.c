@@ -12,12 +12,16 @@
    - split storage at a read level, for products and transposes;
    - where the device path does not serve (entry split, -mat_aijmp_kernel aij,
      per-row read levels) the host path computes, with the same figures.
-   PCAPBJACOBI's apply on such vectors is the device kernel's, bitwise the
+   ellmp's products too (its mirror follows the matrix's state: ellmp
+   changes its values in place). PCAPBJACOBI's apply on such vectors is the device kernel's, bitwise the
    host apply's, one copy of the blocks per setup.
    Serial only: PETSc's own VecScatter (MPIAIJ's ghost exchange) also asks
    the vector for its memory type, and a CPU-only PETSc has no device code to
    pack "device" memory with; MPI products on device vectors need a
    device-enabled PETSc. */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <petsc/private/vecimpl.h>
 
 #include "petscmp_test.h"
@@ -170,6 +174,66 @@ static PetscErrorCode CheckStorage(MatAIJMPStorage storage, PetscBool inode, Pet
   PetscFunctionReturn(0);
 }
 
+/* The device copies an ellmp matrix reports in its -mat_view ::ascii_info ("device products (...): N copies made"). */
+static PetscErrorCode ELLMPDeviceCopies(Mat A, PetscInt64 *n)
+{
+  PetscViewer v;
+  char        path[PETSC_MAX_PATH_LEN], text[8192] = "";
+  const char *at;
+  FILE       *f;
+  size_t      len;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(path, sizeof path, "test_device_view_%d.txt", (int)getpid()));
+  PetscCall(PetscViewerASCIIOpen(PETSC_COMM_SELF, path, &v));
+  PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
+  PetscCall(MatView(A, v));
+  PetscCall(PetscViewerPopFormat(v));
+  PetscCall(PetscViewerDestroy(&v));
+  f = fopen(path, "r");
+  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot read back %s", path);
+  len       = fread(text, 1, sizeof text - 1, f);
+  text[len] = 0;
+  fclose(f);
+  remove(path);
+  *n = 0;
+  at = strstr(text, "device products (emulated backend");
+  if (at && (at = strstr(at, "): "))) *n = strtoll(at + 3, NULL, 10);
+  PetscFunctionReturn(0);
+}
+
+/* ellmp: the stored matrix on device vectors, bitwise the host products; the mirror follows in-place changes. */
+static PetscErrorCode CheckELLMP(MatAIJMPStorage storage)
+{
+  TestMatOpts o;
+  Mat         A;
+  PetscInt64  copies = 0, again = 0;
+  char        what[64];
+
+  PetscFunctionBeginUser;
+  TestMatOptsDefault(&o, 600);
+  o.inode = PETSC_TRUE;
+  PetscCall(PetscSNPrintf(what, sizeof what, "ellmp %s", MatAIJMPStorages[storage]));
+  PetscCall(MatCreate(PETSC_COMM_SELF, &A));
+  PetscCall(MatSetSizes(A, PETSC_DECIDE, PETSC_DECIDE, o.M, o.N));
+  PetscCall(MatSetType(A, MATELLMP));
+  PetscCall(MatELLMPSetStorage(A, storage));
+  PetscCall(MatSeqAIJSetPreallocation(A, 12, NULL));
+  PetscCall(TestMatSetEntries(A, &o, 1.0));
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(CompareProducts(A, what));
+  PetscCall(ELLMPDeviceCopies(A, &copies));
+  TEST_CHECK(PETSC_COMM_SELF, copies == 2, "%s: %" PetscInt64_FMT " device copies, expected 2", what, copies);
+  PetscCall(MatScale(A, 0.5)); /* in place: the state changes, the mirror is made again */
+  PetscCall(MatShift(A, 1.0));
+  PetscCall(CompareProducts(A, what));
+  PetscCall(ELLMPDeviceCopies(A, &again));
+  TEST_CHECK(PETSC_COMM_SELF, again == copies + 2, "%s: after MatScale and MatShift %" PetscInt64_FMT " device copies, expected %" PetscInt64_FMT, what, again, copies + 2);
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(0);
+}
+
 /* PCAPBJACOBI's apply on device vectors: bitwise the host apply; one copy of the blocks per setup. */
 static PetscErrorCode CheckAPBJacobi(void)
 {
@@ -237,6 +301,9 @@ int main(int argc, char **argv)
     TEST_CHECK(PETSC_COMM_SELF, n == 0, "kernel aij: %" PetscInt64_FMT " device copies", n);
     PetscCall(MatDestroy(&A));
   }
+  PetscCall(CheckELLMP(MAT_AIJMP_LOSSLESS));
+  PetscCall(CheckELLMP(MAT_AIJMP_FP16));
+  PetscCall(CheckELLMP(MAT_AIJMP_SPLIT4));
   PetscCall(CheckAPBJacobi());
   int rc = TestFinish();
   PetscCall(PetscFinalize());

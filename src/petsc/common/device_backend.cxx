@@ -3,6 +3,8 @@
 
 #include "device.hpp"
 
+#include <petsc/private/matimpl.h>
+
 namespace petscmp {
 
 #if defined(PETSCMP_GPU_BACKEND)
@@ -78,6 +80,43 @@ void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 genera
   }
   // (a product's read level is a kernel argument; the transpose's copy holds the values read at its level)
   run(*copy, transpose ? 0 : read, x, z, y);
+}
+
+static PetscErrorCode on_device(Vec v, bool *device)
+{
+  const PetscScalar *a;
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetArrayReadAndMemType(v, &a, &mtype));
+  PetscCall(VecRestoreArrayReadAndMemType(v, &a));
+  *device = PetscMemTypeDevice(mtype);
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DeviceVectors(Vec x, Vec z, Vec y, bool *device)
+{
+  bool y_dev, z_dev = true;
+
+  PetscFunctionBegin;
+  PetscCall(on_device(x, device));
+  if (!*device) PetscFunctionReturn(0);
+  PetscCall(on_device(y, &y_dev));
+  if (z) PetscCall(on_device(z, &z_dev));
+  *device = y_dev && z_dev;
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode DeviceBoundToCPU(Mat A, bool *bound)
+{
+  PetscFunctionBegin;
+#if defined(PETSC_HAVE_DEVICE)
+  *bound = A->boundtocpu;
+#else
+  (void)A;
+  *bound = false; // (only a test Vec reports device memory in such a build)
+#endif
+  PetscFunctionReturn(0);
 }
 
 DeviceBlockJacobiMirror::DeviceBlockJacobiMirror()  = default;

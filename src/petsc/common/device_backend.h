@@ -16,7 +16,7 @@
 #include <map>
 #include <memory>
 
-#include <petscsys.h>
+#include <petscmat.h>
 
 #include "petscmp/core/block_jacobi.hpp"
 #include "petscmp/core/compact_csr.hpp"
@@ -63,6 +63,13 @@ struct DeviceBlockJacobiMirror {
 // mirror made first where it holds none).
 void DeviceBlockJacobiApply(DeviceBlockJacobiMirror &m, const BlockJacobiStorage &M, const double *x, double *y,
                             bool transpose);
+
+// Whether x, y and z (may be null) all have their arrays in device memory
+// (x is asked first: one query when it is host memory, the usual case).
+PetscErrorCode DeviceVectors(Vec x, Vec z, Vec y, bool *device);
+// Whether A is bound to the CPU (MatBindToCPU); false in a PETSc without
+// devices, whose MatBoundToCPU() says true for every matrix.
+PetscErrorCode DeviceBoundToCPU(Mat A, bool *bound);
 
 // Whether the device path computes products of c (every storage but an entry split).
 inline bool DeviceMirrorServes(const CompactCsr &c)

@@ -255,19 +255,6 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
   PetscFunctionReturn(0);
 }
 
-// Whether vector v's array is in device memory.
-PetscErrorCode on_device(Vec v, bool *device)
-{
-  const PetscScalar *a;
-  PetscMemType mtype;
-
-  PetscFunctionBegin;
-  PetscCall(VecGetArrayReadAndMemType(v, &a, &mtype));
-  PetscCall(VecRestoreArrayReadAndMemType(v, &a));
-  *device = PetscMemTypeDevice(mtype);
-  PetscFunctionReturn(0);
-}
-
 // Whether this product runs on the device path (common/device_backend.h):
 // every vector in device memory, the matrix not bound to the CPU, and the
 // compact copy's kernels asked for (not AIJ's; no per-row read levels, which
@@ -275,21 +262,14 @@ PetscErrorCode on_device(Vec v, bool *device)
 PetscErrorCode takes_device_path(Mat A, Vec xx, Vec zz, Vec yy, bool *device)
 {
   const AIJMPSettings &s = data_of(A)->settings;
-  bool x_dev, y_dev, z_dev = true;
-#if defined(PETSC_HAVE_DEVICE)
-  const bool bound = A->boundtocpu; // MatBindToCPU()
-#else
-  const bool bound = false; // (MatBoundToCPU() says true in a PETSc without devices, where only a test Vec gets here)
-#endif
+  bool bound;
 
   PetscFunctionBegin;
   *device = false;
+  PetscCall(DeviceBoundToCPU(A, &bound));
   if (bound || s.kernel == MAT_AIJMP_KERNEL_AIJ || s.row_levels || s.opts.mode == StorageMode::entrysplit)
     PetscFunctionReturn(0);
-  PetscCall(on_device(xx, &x_dev));
-  PetscCall(on_device(yy, &y_dev));
-  if (zz) PetscCall(on_device(zz, &z_dev));
-  *device = x_dev && y_dev && z_dev;
+  PetscCall(DeviceVectors(xx, zz, yy, device));
   PetscFunctionReturn(0);
 }
 

@@ -45,6 +45,7 @@ struct SeqELLMP {
   std::vector<PetscInt> inode_sizes; // (MatInodeGetInodeSizes, orderings)   // SeqAIJ's inodes at the last build (its
                                      // summation order, kept)
   double aij_bytes = 0; // bytes SeqAIJ's product would read (its inode kernel where it finds inodes), at the last build
+  std::unique_ptr<DeviceMirror> device; // products on device vectors (common/device_backend.h), made at the first
 };
 
 // Marks B, a duplicate of an assembled matrix holding its storage, assembled as MatAssemblyEnd would (its own step

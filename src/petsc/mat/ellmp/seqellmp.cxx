@@ -388,17 +388,66 @@ PetscErrorCode MatSetOption_SeqELLMP(Mat A, MatOption op, PetscBool flg)
 
 // ---- products ----------------------------------------------------------------
 
+// y = op(A) x (+ z) by the device kernels on the vectors' device arrays, over
+// a device mirror of the stored matrix, made again whenever the matrix's state
+// changed (ellmp changes its values in place: MatScale, MatShift, ...).
+PetscErrorCode product_on_device(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
+{
+  SeqELLMP *d         = data_of(A);
+  const CompactCsr *c = d->compact.get();
+  const PetscScalar *x, *z = nullptr;
+  PetscScalar *y;
+  PetscMemType mtype;
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  if (!d->device) d->device = std::make_unique<DeviceMirror>();
+  PetscCall(VecGetArrayReadAndMemType(xx, &x, &mtype));
+  if (zz && zz == yy) {
+    PetscCall(VecGetArrayAndMemType(yy, &y, &mtype));
+    z = y;
+  } else {
+    if (zz) PetscCall(VecGetArrayReadAndMemType(zz, &z, &mtype));
+    PetscCall(VecGetArrayWriteAndMemType(yy, &y, &mtype));
+  }
+  const CsrView<PetscInt> no_master{}; // every block holds its own indices
+  PetscCall(guarded([&] {
+    DeviceMirrorProduct(*d->device, *c, static_cast<PetscInt64>(state), no_master, transpose, c->read_segments, x, z,
+                        y);
+  }));
+  if (zz && zz == yy)
+    PetscCall(VecRestoreArrayAndMemType(yy, &y));
+  else {
+    if (zz) PetscCall(VecRestoreArrayReadAndMemType(zz, &z));
+    PetscCall(VecRestoreArrayWriteAndMemType(yy, &y));
+  }
+  PetscCall(VecRestoreArrayReadAndMemType(xx, &x));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
 {
   CompactCsr *c = data_of(A)->compact.get();
   const PetscScalar *x, *z = nullptr;
   PetscScalar *y;
+  bool device = false, bound;
 
   PetscFunctionBegin;
   PetscCheck(c, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
              "petscmp: the ellmp matrix must be assembled before a product");
   PetscCall(AIJMPCheckReadLevel(A, data_of(A)->settings));
   c->read_segments = static_cast<int>(data_of(A)->settings.read_segments); // split storage: segments read (no rebuild)
+  PetscCall(DeviceBoundToCPU(A, &bound));
+  if (!bound && !data_of(A)->settings.row_levels && DeviceMirrorServes(*c))
+    PetscCall(DeviceVectors(xx, zz, yy, &device));
+  if (device) {
+    PetscCall(PetscLogEventBegin(MATELLMP_Mult, A, xx, yy, 0));
+    PetscCall(product_on_device(A, transpose, xx, zz, yy));
+    PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(c->stats.nnz)));
+    PetscCall(PetscLogEventEnd(MATELLMP_Mult, A, xx, yy, 0));
+    PetscFunctionReturn(0);
+  }
   PetscCall(PetscLogEventBegin(MATELLMP_Mult, A, xx, yy, 0));
   PetscCall(VecGetArrayRead(xx, &x));
   if (zz && zz == yy) {
@@ -1085,6 +1134,10 @@ PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, Petsc
   info.lossy        = AIJMPReadsExact(d->settings) ? PETSC_FALSE : PETSC_TRUE;
   info.builds       = PetscMax(info.builds, d->full_builds);
   info.value_builds = PetscMax(info.value_builds, d->value_builds);
+  if (d->device) { // (serial; an MPI matrix sums its blocks')
+    info.device_copies += d->device->builds;
+    info.device_bytes += d->device->bytes;
+  }
   info.aij_bytes += d->aij_bytes - (d->compact ? d->compact->stats.aij_bytes() : 0.0);
   if (inodes) *inodes = d->inodes;
   if (inode_limit) *inode_limit = d->inode_limit;
