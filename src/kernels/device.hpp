@@ -19,7 +19,8 @@
 
 namespace petscmp {
 
-// Threads per block of every launch (a multiple of every slice height used).
+// Threads per block of every launch (8 warps of 32; the kernels index lanes
+// globally, so any slice height works).
 inline constexpr int kThreadsPerBlock = 256;
 
 namespace emulated {
