@@ -18,6 +18,8 @@
 
 #include <petscmat.h>
 
+#include "petscmpglue.h"
+
 #include "petscmp/core/block_jacobi.hpp"
 #include "petscmp/core/compact_csr.hpp"
 #include "petscmp/core/sell_copy.hpp"
@@ -70,6 +72,35 @@ PetscErrorCode DeviceVectors(Vec x, Vec z, Vec y, bool *device);
 // Whether A is bound to the CPU (MatBindToCPU); false in a PETSc without
 // devices, whose MatBoundToCPU() says true for every matrix.
 PetscErrorCode DeviceBoundToCPU(Mat A, bool *bound);
+
+// y = op(A) x (+ z) on the vectors' device arrays: gets x, z and y (z may be
+// y: read and written through one array) with their memory types, runs
+// product(x, z, y) guarded (no C++ exception reaches PETSc), restores them.
+template <typename Product> PetscErrorCode WithDeviceArrays(Vec xx, Vec zz, Vec yy, Product &&product)
+{
+  const PetscScalar *x, *z = nullptr;
+  PetscScalar *y;
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetArrayReadAndMemType(xx, &x, &mtype));
+  if (zz && zz == yy) {
+    PetscCall(VecGetArrayAndMemType(yy, &y, &mtype));
+    z = y;
+  } else {
+    if (zz) PetscCall(VecGetArrayReadAndMemType(zz, &z, &mtype));
+    PetscCall(VecGetArrayWriteAndMemType(yy, &y, &mtype));
+  }
+  PetscCall(guarded([&] { product(x, z, y); }));
+  if (zz && zz == yy)
+    PetscCall(VecRestoreArrayAndMemType(yy, &y));
+  else {
+    if (zz) PetscCall(VecRestoreArrayReadAndMemType(zz, &z));
+    PetscCall(VecRestoreArrayWriteAndMemType(yy, &y));
+  }
+  PetscCall(VecRestoreArrayReadAndMemType(xx, &x));
+  PetscFunctionReturn(0);
+}
 
 // Whether the device path computes products of c (every storage but an entry split).
 inline bool DeviceMirrorServes(const CompactCsr &c)

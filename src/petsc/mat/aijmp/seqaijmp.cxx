@@ -278,9 +278,6 @@ PetscErrorCode apply_device(Mat A, Product product, Vec xx, Vec zz, Vec yy)
 {
   SeqAIJMP *d = data_of(A);
   const CompactCsr *c;
-  const PetscScalar *x, *z = nullptr;
-  PetscScalar *y;
-  PetscMemType mtype;
   CsrView<PetscInt> view;
   const PetscLogEvent event = product == Product::transpose ? MATAIJMP_MultTranspose
                               : zz                          ? MATAIJMP_MultAdd
@@ -291,26 +288,11 @@ PetscErrorCode apply_device(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   PetscCall(SeqAIJCsrView(A, view));
   if (!d->device) d->device = std::make_unique<DeviceMirror>();
   PetscCall(PetscLogEventBegin(event, A, xx, yy, 0));
-  PetscCall(VecGetArrayReadAndMemType(xx, &x, &mtype));
-  if (zz && zz == yy) {
-    PetscCall(VecGetArrayAndMemType(yy, &y, &mtype));
-    z = y;
-  } else {
-    if (zz) PetscCall(VecGetArrayReadAndMemType(zz, &z, &mtype));
-    PetscCall(VecGetArrayWriteAndMemType(yy, &y, &mtype));
-  }
   const int read = static_cast<int>(d->settings.read_segments);
-  PetscCall(guarded([&] {
+  PetscCall(WithDeviceArrays(xx, zz, yy, [&](const double *x, const double *z, double *y) {
     DeviceMirrorProduct(*d->device, *c, d->full_builds + d->value_builds, view, product == Product::transpose, read, x,
                         z, y);
   }));
-  if (zz && zz == yy)
-    PetscCall(VecRestoreArrayAndMemType(yy, &y));
-  else {
-    if (zz) PetscCall(VecRestoreArrayReadAndMemType(zz, &z));
-    PetscCall(VecRestoreArrayWriteAndMemType(yy, &y));
-  }
-  PetscCall(VecRestoreArrayReadAndMemType(xx, &x));
   PetscCall(log_mult_flops(A, *c));
   PetscCall(PetscLogEventEnd(event, A, xx, yy, 0));
   PetscFunctionReturn(0);

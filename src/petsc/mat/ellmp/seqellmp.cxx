@@ -395,34 +395,16 @@ PetscErrorCode product_on_device(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
 {
   SeqELLMP *d         = data_of(A);
   const CompactCsr *c = d->compact.get();
-  const PetscScalar *x, *z = nullptr;
-  PetscScalar *y;
-  PetscMemType mtype;
   PetscObjectState state;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   if (!d->device) d->device = std::make_unique<DeviceMirror>();
-  PetscCall(VecGetArrayReadAndMemType(xx, &x, &mtype));
-  if (zz && zz == yy) {
-    PetscCall(VecGetArrayAndMemType(yy, &y, &mtype));
-    z = y;
-  } else {
-    if (zz) PetscCall(VecGetArrayReadAndMemType(zz, &z, &mtype));
-    PetscCall(VecGetArrayWriteAndMemType(yy, &y, &mtype));
-  }
   const CsrView<PetscInt> no_master{}; // every block holds its own indices
-  PetscCall(guarded([&] {
+  PetscCall(WithDeviceArrays(xx, zz, yy, [&](const double *x, const double *z, double *y) {
     DeviceMirrorProduct(*d->device, *c, static_cast<PetscInt64>(state), no_master, transpose, c->read_segments, x, z,
                         y);
   }));
-  if (zz && zz == yy)
-    PetscCall(VecRestoreArrayAndMemType(yy, &y));
-  else {
-    if (zz) PetscCall(VecRestoreArrayReadAndMemType(zz, &z));
-    PetscCall(VecRestoreArrayWriteAndMemType(yy, &y));
-  }
-  PetscCall(VecRestoreArrayReadAndMemType(xx, &x));
   PetscFunctionReturn(0);
 }
 
