@@ -2,6 +2,7 @@
 #include "petscmp/core/compact_rows.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace petscmp {
@@ -141,10 +142,12 @@ template <typename Index> void compact_row_lengths(const CompactCsr &c, Index *l
       lengths[b.row(k)] = static_cast<Index>(block_row_length(b, k));
 }
 
-template <typename Index> void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals)
+template <typename Index>
+void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals, std::int64_t rows)
 {
+  const std::int64_t end = rows < 0 ? c.nrows : std::min(rows, c.nrows);
   if (c.entry_split()) {
-    for (std::int64_t i = 0; i < c.nrows; ++i) {
+    for (std::int64_t i = 0; i < end; ++i) {
       std::int64_t at = rowptr[i];
       for_each_split_entry(c, i, [&](std::int64_t col, double v) {
         if (cols) cols[at] = static_cast<Index>(col);
@@ -157,6 +160,7 @@ template <typename Index> void read_compact_csr(const CompactCsr &c, const Index
   for (const RowBlock &b : c.blocks)
     with_decoder(b, [&](auto value) {
       for (std::int64_t k = 0; k < b.row_count(); ++k) {
+        if (b.row(k) >= end) continue;
         std::int64_t at = rowptr[b.row(k)];
         for_each_entry(b, k, [&](std::int64_t col, std::int64_t vi) {
           if (cols) cols[at] = static_cast<Index>(col);
@@ -226,6 +230,33 @@ void zero_compact_values(CompactCsr &c)
   c.stats.errors_measured = true;
 }
 
+CompactValuesRelease::CompactValuesRelease(CompactCsr &c) : copy_(c), next_unit_(c.blocks.size(), 0) {}
+
+void CompactValuesRelease::operator()(std::int64_t rows)
+{
+  if (copy_.entry_split() || copy_.stats.sorted_windows > 0) return; // (rows of a unit out of order: kept)
+  for (std::size_t j = 0; j < copy_.blocks.size(); ++j) {
+    RowBlock &b = copy_.blocks[j];
+    if (b.segments || !(b.sliced() || b.node_layout()) || !b.values.size()) continue;
+    const std::int64_t units = b.unit_count();
+    std::int64_t &next       = next_unit_[j];
+    const std::int64_t first = next;
+    while (next < units && b.row(b.unit_end(next) - 1) < rows) // (a block's rows ascend)
+      ++next;
+    if (next == first) continue;
+    const auto value_at = [&](std::int64_t unit) { // where unit's values start, in stored values
+      if (unit == units) return b.stored_count();
+      return b.node_layout() ? b.nodes[unit].values : b.slice_offsets[unit];
+    };
+    const std::size_t bytes = format_bytes(b.format);
+    unsigned char *values   = b.values.as<unsigned char>();
+    // from the page where the last call stopped (its bytes before were read then), never before the buffer
+    const std::uintptr_t from =
+        reinterpret_cast<std::uintptr_t>(values + value_at(first) * bytes) & ~std::uintptr_t{4095};
+    discard_pages(std::max(values, reinterpret_cast<unsigned char *>(from)), values + value_at(next) * bytes);
+  }
+}
+
 std::int64_t compact_memory_bytes(const CompactCsr &c)
 {
   std::int64_t bytes = static_cast<std::int64_t>(sizeof(CompactCsr));
@@ -248,7 +279,7 @@ std::int64_t compact_memory_bytes(const CompactCsr &c)
 #define PETSCMP_INSTANTIATE_COMPACT_ROWS(Index)                                                                        \
   template void read_compact_row<Index>(const CompactCsr &, const CompactRowMap &, std::int64_t, Index *, double *);   \
   template void compact_row_lengths<Index>(const CompactCsr &, Index *);                                               \
-  template void read_compact_csr<Index>(const CompactCsr &, const Index *, Index *, double *);                         \
+  template void read_compact_csr<Index>(const CompactCsr &, const Index *, Index *, double *, std::int64_t);           \
   template bool compact_has_pattern<Index>(const CompactCsr &, const CsrView<Index> &);
 PETSCMP_INSTANTIATE_COMPACT_ROWS(std::int32_t)
 PETSCMP_INSTANTIATE_COMPACT_ROWS(std::int64_t)

@@ -1220,9 +1220,11 @@ constexpr std::int64_t kMinParallelItems = 512;
 // writes its own values, so the bytes are those of one thread.
 // The changes the format made are not tracked here (that was a quarter of a
 // bf16 refill): measure_relative_errors finds the largest when it is asked for.
+// units: write only units [units.first, units.second) (nodes, slices or rows; all: {0, -1}).
 template <typename S, typename Index, typename KeepRow>
 bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[maybe_unused]] int threads,
-                  [[maybe_unused]] FusedCheck check = FusedCheck::none)
+                  [[maybe_unused]] FusedCheck check           = FusedCheck::none,
+                  std::pair<std::int64_t, std::int64_t> units = {0, -1})
 {
   [[maybe_unused]] const ValueRange normal{min_normal(b.format), max_finite(b.format)};
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
@@ -1241,13 +1243,11 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
   S *vals            = b.values.as<S>();
   const double *end  = csr.values + csr.rowptr[csr.nrows];
   const bool by_node = b.node_layout(), by_slice = b.sliced();
-  const std::int64_t count         = by_node    ? static_cast<std::int64_t>(b.nodes.size())
-                                     : by_slice ? b.slice_count()
-                                                : b.row_count();
-  [[maybe_unused]] const bool team = threads > 1 && count >= kMinParallelItems;
+  const std::int64_t first = units.first, count = units.second < 0 ? b.unit_count() : units.second;
+  [[maybe_unused]] const bool team = threads > 1 && count - first >= kMinParallelItems;
   std::atomic<bool> stopped{false};
   PETSCMP_OMP(omp parallel for num_threads(threads) if (team) schedule(static))
-  for (std::int64_t i = 0; i < count; ++i) {
+  for (std::int64_t i = first; i < count; ++i) {
     if (stopped.load(std::memory_order_relaxed)) continue;
     // the unit's rows: block rows [k0, k1), or the node's consecutive matrix rows
     std::int64_t k0 = i, k1 = i + 1, row0 = 0;
@@ -2383,6 +2383,141 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
   }
 }
 
+namespace {
+// Whether a copy can be refilled a range of rows at a time: each block's units (nodes, slices) hold ascending rows,
+// and its values are in one format (split storage rewrites whole planes).
+bool refillable_by_rows(const CompactCsr &c)
+{
+  if (c.entry_split() || c.stats.sorted_windows > 0) return false;
+  return std::none_of(c.blocks.begin(), c.blocks.end(), [](const RowBlock &b) { return b.segments != 0; });
+}
+
+// The largest changes the format of block b makes to the values of units [first, last), noted in stats (a lossy
+// copy's changes, measured while the matrix's values are still there).
+template <typename Index>
+void measure_units(const CsrView<Index> &csr, const RowBlock &b, std::int64_t first, std::int64_t last,
+                   StorageStats &stats)
+{
+  double &worst = stats.per_format[static_cast<int>(b.format)].max_relative_error;
+  dispatch_format(b.format, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    for (std::int64_t k = b.unit_begin(first), end = b.unit_end(last - 1); k < end; ++k) {
+      const std::int64_t row = b.row(k);
+      for (std::int64_t e = csr.rowptr[row]; e < csr.rowptr[row + 1]; ++e)
+        note_change(csr.values[e], decode(encode_as<S>(csr.values[e])), worst);
+    }
+    return true;
+  });
+}
+
+// The format each row of rows [0, rows) is stored in (where a part holds values of it); -1 elsewhere.
+template <typename Index>
+std::vector<std::int8_t> stored_row_formats(const std::vector<CompactPart<Index>> &parts, std::int64_t rows)
+{
+  std::vector<std::int8_t> format(static_cast<std::size_t>(rows), -1);
+  for (const CompactPart<Index> &p : parts)
+    for (const RowBlock &b : p.copy.blocks)
+      for (std::int64_t k = 0; k < b.row_count(); ++k) {
+        const std::int64_t row = b.row(k);
+        if (row < rows && p.csr.rowptr[row + 1] > p.csr.rowptr[row])
+          format[static_cast<std::size_t>(row)] = static_cast<std::int8_t>(b.format);
+      }
+  return format;
+}
+} // namespace
+
+template <typename Index>
+bool refill_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::int64_t step_nnz,
+                                  const std::function<void(std::int64_t)> &rows_done,
+                                  const std::function<void(std::size_t, std::int64_t)> &restore)
+{
+  if (parts.empty()) return false;
+  std::vector<CsrView<Index>> views;
+  for (CompactPart<Index> &p : parts) {
+    check_view(p.csr);
+    check_options(p.opts);
+    const StorageMode mode = parts.front().opts.mode;
+    if (!p.reusable || p.opts.mode != mode || mode == StorageMode::entrysplit ||
+        (mode == StorageMode::rowsplit && p.opts.mean_abs_value < 0.0) || p.csr.nrows != parts.front().csr.nrows ||
+        !layout_reusable(p.csr, p.opts, p.copy) || !refillable_by_rows(p.copy))
+      return false;
+    views.push_back(p.csr);
+  }
+  const Index nrows = views.front().nrows;
+  const bool lossy  = storage_mode_is_lossy(parts.front().opts.mode);
+  std::vector<RowFormatCheck<Index>> checks;
+  std::vector<std::vector<std::int64_t>> next_unit(parts.size()); // per part and block: the first unit not written
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    checks.emplace_back(views, i, parts[i].opts);
+    forget_relative_errors(parts[i].copy.stats, parts[i].opts.mode);
+    next_unit[i].assign(parts[i].copy.blocks.size(), 0);
+    parts[i].refilled = false;
+  }
+  std::int64_t nnz = 0;
+  for (const auto &v : views)
+    nnz += v.nrows ? v.rowptr[v.nrows] : 0;
+  std::vector<RowRange<Index>> ranges(1); // (the whole matrix in one step)
+  ranges[0].end = nrows;
+  if (step_nnz > 0 && nnz > step_nnz) ranges = row_ranges(views, step_nnz);
+  std::int64_t given_back = 0; // rows [0, given_back) of every part are given back: their values are in the copies
+  bool kept               = true;
+  for (const RowRange<Index> &r : ranges) {
+    std::int64_t written = nrows; // every row below is in units written
+    for (std::size_t i = 0; kept && i < parts.size(); ++i) {
+      CompactCsr &c = parts[i].copy;
+      for (std::size_t j = 0; kept && j < c.blocks.size(); ++j) {
+        RowBlock &b              = c.blocks[j];
+        const std::int64_t units = b.unit_count();
+        std::int64_t &first = next_unit[i][j], last = first;
+        while (last < units && b.row(b.unit_begin(last)) < r.end)
+          ++last;
+        if (last > first) {
+          kept = dispatch_format(b.format, [&](auto tag) {
+            return write_values<typename decltype(tag)::type>(
+                views[i], b, [&](std::int64_t row) { return checks[i](row, b.format); }, parts[i].opts.threads,
+                checks[i].fused_check(b.format), {first, last});
+          });
+          if (kept && lossy) measure_units(views[i], b, first, last, c.stats);
+          first = last;
+        }
+        if (first < units) written = std::min<std::int64_t>(written, b.row(b.unit_begin(first)));
+      }
+    }
+    if (!kept) break;
+    given_back = written;
+    rows_done(given_back);
+  }
+  if (kept) {
+    for (CompactPart<Index> &p : parts) {
+      p.refilled                   = true;
+      p.copy.stats.errors_measured = true;
+    }
+    return true;
+  }
+  // A row needs another format. Rows [0, given_back) kept theirs (each was confirmed as it was written) and have
+  // their new values only in the copies: they go back into the matrix, and every part is built anew with those rows'
+  // formats and the formats the other rows' values ask for, as a whole build from the matrix would decide them.
+  const std::vector<std::int8_t> kept_formats = stored_row_formats(parts, given_back);
+  for (std::size_t i = 0; i < parts.size() && given_back > 0; ++i)
+    restore(i, given_back);
+  std::vector<Format> formats = choose_row_formats(views, parts.front().opts);
+  for (std::int64_t row = 0; row < given_back; ++row)
+    if (kept_formats[static_cast<std::size_t>(row)] >= 0)
+      formats[static_cast<std::size_t>(row)] = static_cast<Format>(kept_formats[static_cast<std::size_t>(row)]);
+  for (CompactPart<Index> &p : parts) {
+    FormatStats measured[kFormatCount]; // (the changes of the rows given back, measured against their own values)
+    std::copy(std::begin(p.copy.stats.per_format), std::end(p.copy.stats.per_format), measured);
+    CompactCsr old = std::move(p.copy);
+    p.copy         = assemble_compact_csr(p.csr, formats, p.opts, &old);
+    measure_relative_errors(p.csr, p.copy);
+    for (int f = 0; f < kFormatCount; ++f)
+      p.copy.stats.per_format[f].max_relative_error =
+          std::max(p.copy.stats.per_format[f].max_relative_error, measured[f].max_relative_error);
+    p.refilled = false;
+  }
+  return true;
+}
+
 template <typename Index> void measure_relative_errors(const CsrView<Index> &csr, CompactCsr &copy)
 {
   if (copy.stats.errors_measured) return;
@@ -2419,7 +2554,10 @@ template <typename Index> void measure_relative_errors(const CsrView<Index> &csr
   template void update_compact_parts<Index>(std::vector<CompactPart<Index>> &);                                        \
   template void build_compact_parts_by_rows<Index>(std::vector<CompactPart<Index>> &, std::int64_t,                    \
                                                    const std::function<void(std::int64_t)> &);                         \
-  template void measure_relative_errors<Index>(const CsrView<Index> &, CompactCsr &);
+  template void measure_relative_errors<Index>(const CsrView<Index> &, CompactCsr &);                                  \
+  template bool refill_compact_parts_by_rows<Index>(std::vector<CompactPart<Index>> &, std::int64_t,                   \
+                                                    const std::function<void(std::int64_t)> &,                         \
+                                                    const std::function<void(std::size_t, std::int64_t)> &);
 PETSCMP_INSTANTIATE_BUILDER(std::int32_t)
 PETSCMP_INSTANTIATE_BUILDER(std::int64_t)
 #undef PETSCMP_INSTANTIATE_BUILDER

@@ -14,6 +14,7 @@
 #include "petscmp.h"
 #include "petscmpglue.h"
 #include "common/device_backend.h"
+#include "petscmp/core/compact_rows.hpp"
 #include "petscmp/core/compact_csr.hpp"
 
 namespace petscmp {
@@ -245,6 +246,13 @@ private:
   std::vector<CsrView<PetscInt>> views_;
   std::vector<std::int64_t> done_;
 };
+
+// The restore of refill_compact_parts_by_rows when view is an assembly matrix's (StoredRowsReturn gave its rows
+// back): rows [0, rows) of copy, which hold their new values, are written back into its arrays.
+inline void RestoreStoredRows(const CsrView<PetscInt> &view, const CompactCsr &copy, std::int64_t rows)
+{
+  read_compact_csr(copy, view.rowptr, const_cast<PetscInt *>(view.cols), const_cast<double *>(view.values), rows);
+}
 
 // The largest range of an assembly stored at a time (settings.assembly_step, else automatic: a quarter of the matrix,
 // at least 2^21 nonzeros). The first range holds a 64th of it and each next one a quarter more (build_compact_parts_by

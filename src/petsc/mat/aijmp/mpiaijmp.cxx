@@ -50,10 +50,13 @@ PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSetting
       parts[1].reusable = same_o && co;
       if (cd) parts[0].copy = std::move(*cd);
       if (co) parts[1].copy = std::move(*co);
-      if (temporary && own_indices && !parts[0].reusable && !parts[1].reusable) {
-        const std::int64_t nnz = (vd.nrows ? vd.rowptr[vd.nrows] : 0) + (vo.nrows ? vo.rowptr[vo.nrows] : 0);
+      const std::int64_t nnz = (vd.nrows ? vd.rowptr[vd.nrows] : 0) + (vo.nrows ? vo.rowptr[vo.nrows] : 0);
+      if (temporary && own_indices && !parts[0].reusable && !parts[1].reusable)
         build_compact_parts_by_rows(parts, AssemblyStep(settings, nnz), StoredRowsReturn({vd, vo}));
-      } else
+      else if (!(temporary && own_indices &&
+                 refill_compact_parts_by_rows(
+                     parts, AssemblyStep(settings, nnz), StoredRowsReturn({vd, vo}),
+                     [&](std::size_t i, std::int64_t rows) { RestoreStoredRows(i ? vo : vd, parts[i].copy, rows); })))
         update_compact_parts(parts);
       *refilled_d = parts[0].refilled;
       *refilled_o = parts[1].refilled;

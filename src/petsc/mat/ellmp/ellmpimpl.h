@@ -72,6 +72,10 @@ PetscErrorCode SeqELLMPGetSettings(Mat A, AIJMPSettings **s);
 PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c);
 // Makes c, built from the assembled SeqAIJ block aij, B's matrix, and B assembled.
 PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool value_only, bool same_pattern);
+// Gives B's stored values back to the system as its rows are read for the last time before B is stored anew (a
+// reassembly: release(r) after rows [0, r) were read). Its values are undefined from then until it is stored: the
+// caller keeps them from being read (an mpiellmp marks its blocks not assembled).
+PetscErrorCode SeqELLMPValuesRelease(Mat B, std::unique_ptr<CompactValuesRelease> &release);
 const CompactCsr *SeqELLMPCompact(Mat B);
 // A new assembled SeqAIJ matrix holding B's stored values (exactly).
 PetscErrorCode SeqELLMPToAIJ(Mat B, Mat *aij);

@@ -111,8 +111,41 @@ PetscErrorCode read_local_row(Mat A, PetscInt i, PetscInt *n)
   PetscFunctionReturn(0);
 }
 
+// Reads of this rank's stored rows for the last time before they are stored anew (a reassembly): the blocks'
+// values go back to the system as the rows are read (the matrix receiving them grows as the blocks shrink), and the
+// blocks count as not assembled until they are stored (their values are undefined).
+class LastReads {
+public:
+  PetscErrorCode start(Mat A)
+  {
+    PetscFunctionBegin;
+    diag_ = data_of(A)->diag;
+    off_  = data_of(A)->off;
+    PetscCall(SeqELLMPValuesRelease(diag_, release_diag_));
+    PetscCall(SeqELLMPValuesRelease(off_, release_off_));
+    PetscFunctionReturn(0);
+  }
+  void rows_read(PetscInt rows) // rows [0, rows) read
+  {
+    if (!release_diag_) return;
+    (*release_diag_)(rows);
+    (*release_off_)(rows);
+  }
+  void end(PetscInt rows)
+  {
+    if (!release_diag_) return;
+    rows_read(rows);
+    diag_->assembled = off_->assembled = PETSC_FALSE;
+  }
+
+private:
+  Mat diag_ = nullptr, off_ = nullptr;
+  std::unique_ptr<CompactValuesRelease> release_diag_, release_off_;
+};
+
 // Fills the new MPIAIJ matrix M (not preallocated) with the stored values, not assembled.
-PetscErrorCode fill_mpiaij_from_stored(Mat A, Mat M)
+// last_reads: the stored values are not read again before they are stored anew (given back as they are read).
+PetscErrorCode fill_mpiaij_from_stored(Mat A, Mat M, bool last_reads = false)
 {
   MPIELLMP *d      = data_of(A);
   const PetscInt m = A->rmap->n;
@@ -124,11 +157,15 @@ PetscErrorCode fill_mpiaij_from_stored(Mat A, Mat M)
     compact_row_lengths(*SeqELLMPCompact(d->off), on.data());
   }));
   PetscCall(MatMPIAIJSetPreallocation(M, 0, dn.data(), 0, on.data()));
+  LastReads reads;
+  if (last_reads) PetscCall(reads.start(A));
   for (PetscInt i = 0; i < m; ++i) {
     PetscInt n, row = i + A->rmap->rstart;
     PetscCall(read_local_row(A, i, &n));
     if (n) PetscCall(MatSetValues(M, 1, &row, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
+    if ((i + 1) % 32768 == 0) reads.rows_read(i + 1);
   }
+  reads.end(m);
   PetscFunctionReturn(0);
 }
 
@@ -288,7 +325,7 @@ PetscErrorCode open_collectively(Mat A)
     }
     PetscCall(MatDestroy(&d->local_rows));
   } else if (d->diag) {
-    PetscCall(fill_mpiaij_from_stored(A, d->assembly));
+    PetscCall(fill_mpiaij_from_stored(A, d->assembly, true));
   } else {
     PetscCall(MatMPIAIJSetPreallocation(d->assembly, PETSC_DEFAULT, nullptr, PETSC_DEFAULT, nullptr));
   }
@@ -324,11 +361,15 @@ PetscErrorCode open_locally(Mat A)
   PetscCall(MatSetSizes(d->local_rows, m, A->cmap->N, m, A->cmap->N));
   PetscCall(MatSetType(d->local_rows, MATSEQAIJ));
   PetscCall(MatSeqAIJSetPreallocation(d->local_rows, 0, dn.data()));
+  LastReads reads;
+  PetscCall(reads.start(A));
   for (PetscInt i = 0; i < m; ++i) {
     PetscInt n;
     PetscCall(read_local_row(A, i, &n));
     if (n) PetscCall(MatSetValues(d->local_rows, 1, &i, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
+    if ((i + 1) % 32768 == 0) reads.rows_read(i + 1);
   }
+  reads.end(m);
   PetscCall(MatAssemblyBegin(d->local_rows, MAT_FLUSH_ASSEMBLY));
   PetscCall(MatAssemblyEnd(d->local_rows, MAT_FLUSH_ASSEMBLY));
   for (const auto &[op, flg] : d->options) // the options a SeqAIJ knows (new nonzeros, zero entries, ...)
@@ -342,8 +383,16 @@ template <typename Fn> PetscErrorCode change_through_aij(Mat A, Fn &&fn)
 {
   Mat M;
 
+  MPIELLMP *d = data_of(A);
+
   PetscFunctionBegin;
-  PetscCall(to_mpiaij(A, &M));
+  // the assembly matrix holds the values from here (the stored ones are given back as they are read): if fn fails,
+  // the matrix is left open with them, and the next assembly stores them
+  PetscCall(new_mpiaij(A, &d->assembly));
+  M = d->assembly;
+  PetscCall(fill_mpiaij_from_stored(A, M, true));
+  PetscCall(MatAssemblyBegin(M, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
   PetscCall(replay_options(A, M));
   PetscCall(fn(M));
   if (!M->assembled) {
@@ -351,7 +400,8 @@ template <typename Fn> PetscErrorCode change_through_aij(Mat A, Fn &&fn)
     PetscCall(MatAssemblyEnd(M, MAT_FINAL_ASSEMBLY));
   }
   PetscCall(store_from_mpiaij(A, M, true));
-  PetscCall(MatDestroy(&M));
+  PetscCall(MatDestroy(&d->assembly));
+  ReleaseFreedMemory();
   PetscFunctionReturn(0);
 }
 

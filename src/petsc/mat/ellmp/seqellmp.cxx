@@ -89,7 +89,8 @@ PetscErrorCode read_row(SeqELLMP *d, PetscInt row, PetscInt *n)
 }
 
 // A SeqAIJ matrix holding the stored values (exactly) in the stored pattern, not assembled.
-PetscErrorCode fill_aij_from_compact(Mat A, Mat aij)
+// last_reads: the stored values are not read again before they are stored anew (given back as they are read).
+PetscErrorCode fill_aij_from_compact(Mat A, Mat aij, bool last_reads = false)
 {
   SeqELLMP *d = data_of(A);
   std::vector<PetscInt> lengths;
@@ -100,11 +101,17 @@ PetscErrorCode fill_aij_from_compact(Mat A, Mat aij)
     compact_row_lengths(*d->compact, lengths.data());
   }));
   PetscCall(MatSeqAIJSetPreallocation(aij, 0, lengths.data()));
+  // the stored values go back to the system as they are copied (they are written anew when the assembly ends): the
+  // assembly matrix grows as the copy's values shrink, instead of both at full size
+  std::unique_ptr<CompactValuesRelease> give_back;
+  if (last_reads) PetscCall(SeqELLMPValuesRelease(A, give_back));
   for (PetscInt i = 0; i < A->rmap->n; ++i) {
     PetscInt n;
     PetscCall(read_row(d, i, &n));
     if (n) PetscCall(MatSetValues(aij, 1, &i, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
+    if (give_back && (i + 1) % 32768 == 0) (*give_back)(i + 1);
   }
+  if (give_back) (*give_back)(A->rmap->n);
   // a flush: the user's next values may be added (ADD_VALUES after these INSERT_VALUES)
   PetscCall(MatAssemblyBegin(aij, MAT_FLUSH_ASSEMBLY));
   PetscCall(MatAssemblyEnd(aij, MAT_FLUSH_ASSEMBLY));
@@ -120,7 +127,7 @@ PetscErrorCode open_for_assembly(Mat A)
   if (d->assembly) PetscFunctionReturn(0);
   PetscCall(new_assembly_matrix(A, &d->assembly));
   if (d->compact) {
-    PetscCall(fill_aij_from_compact(A, d->assembly));
+    PetscCall(fill_aij_from_compact(A, d->assembly, true));
     d->reopened_pattern = d->assembly->nonzerostate;
   } else {
     PetscCall(MatSeqAIJSetPreallocation(d->assembly, PETSC_DEFAULT, nullptr));
@@ -194,8 +201,21 @@ PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern, bool temporary 
   PetscCall(PetscLogEventBegin(MATELLMP_Build, A, 0, 0, 0));
   PetscCall(guarded([&] {
     std::unique_ptr<CompactCsr> old = std::move(d->compact);
-    value_only                      = same_pattern && old && refill_compact_values(view, opts, *old);
-    if (value_only)
+    bool refilled_by_rows           = false;
+    if (same_pattern && old && temporary) { // the values rewritten a range of rows at a time, aij's rows given back
+      std::vector<CompactPart<PetscInt>> parts(1);
+      parts[0].csr      = view;
+      parts[0].opts     = opts;
+      parts[0].copy     = std::move(*old);
+      parts[0].reusable = true;
+      refilled_by_rows  = refill_compact_parts_by_rows(
+           parts, AssemblyStep(d->settings, view.nrows ? view.rowptr[view.nrows] : 0), StoredRowsReturn({view}),
+           [&](std::size_t, std::int64_t rows) { RestoreStoredRows(view, parts[0].copy, rows); });
+      *old       = std::move(parts[0].copy);
+      value_only = refilled_by_rows && parts[0].refilled;
+    }
+    if (!refilled_by_rows) value_only = same_pattern && old && refill_compact_values(view, opts, *old);
+    if (value_only || refilled_by_rows)
       c = std::move(old);
     else if (temporary) { // a range of rows at a time, the assembly matrix's stored rows given back
       old.reset();
@@ -1023,6 +1043,16 @@ PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c)
   PetscFunctionBegin;
   c = std::move(data_of(B)->compact);
   forget_rows(data_of(B));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqELLMPValuesRelease(Mat B, std::unique_ptr<CompactValuesRelease> &release)
+{
+  SeqELLMP *d = data_of(B);
+
+  PetscFunctionBegin;
+  PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: ellmp has no stored values to give back");
+  PetscCall(guarded([&] { release = std::make_unique<CompactValuesRelease>(*d->compact); }));
   PetscFunctionReturn(0);
 }
 

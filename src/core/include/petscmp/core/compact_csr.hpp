@@ -87,7 +87,6 @@ inline int storage_mode_segments(StorageMode m)
   return m == StorageMode::split2 ? 2 : m == StorageMode::split4 ? 4 : 0;
 }
 
-
 // How the rows of a block are laid out in memory (not a change of values).
 enum class Layout : std::uint8_t {
   automatic, // nodes where rows share patterns, else sliced when the padding is small, else CSR order
@@ -306,6 +305,18 @@ struct RowBlock {
   {
     return node_layout() ? nodes[node_of(k)].rows : sliced() ? kSliceRows : 1;
   }
+  // The units values are written and read by: nodes, slices, or single rows,
+  // in block-row order.
+  std::int64_t unit_count() const
+  {
+    return node_layout() ? static_cast<std::int64_t>(nodes.size()) : sliced() ? slice_count() : row_count();
+  }
+  // The first block row of unit i, and one past its last.
+  std::int64_t unit_begin(std::int64_t i) const
+  {
+    return node_layout() ? nodes[i].first : sliced() ? i * kSliceRows : i;
+  }
+  std::int64_t unit_end(std::int64_t i) const { return i + 1 < unit_count() ? unit_begin(i + 1) : row_count(); }
 };
 
 // One part of an entry split: a CSR matrix of its own over all rows.
@@ -463,6 +474,24 @@ template <typename Index> void update_compact_parts(std::vector<CompactPart<Inde
 template <typename Index>
 void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::int64_t step_nnz,
                                  const std::function<void(std::int64_t)> &rows_done);
+
+// The value-only refill of update_compact_parts for copies whose matrix is
+// given back as they are refilled (a reassembly, see
+// build_compact_parts_by_rows): every part is reusable, and each range of
+// rows (as there) is written into the copies, each row confirmed in its
+// format as it is written; then rows_done(r) says that rows [0, r) of every
+// part will not be read again. Returns false, having done nothing, where the
+// copies cannot be refilled so (not reusable, entry split, split or sorted
+// blocks, rowsplit without opts.mean_abs_value): update_compact_parts then.
+// When a row needs another format after rows were given back, restore(i, r)
+// must put rows [0, r) of part i back into its matrix (read_compact_csr of
+// parts[i].copy up to row r: its new values, in the formats they kept), and
+// each part is built anew with those rows' formats and the formats chosen for
+// the others: the result is that of update_compact_parts, refilled false.
+template <typename Index>
+bool refill_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::int64_t step_nnz,
+                                  const std::function<void(std::int64_t)> &rows_done,
+                                  const std::function<void(std::size_t, std::int64_t)> &restore);
 
 // Fills copy.stats.per_format[].max_relative_error, the largest relative
 // change |stored - a| / |a| of an entry of each format (Inf where a value

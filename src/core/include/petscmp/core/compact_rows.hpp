@@ -43,7 +43,9 @@ void read_compact_row(const CompactCsr &c, const CompactRowMap &map, std::int64_
 template <typename Index> void compact_row_lengths(const CompactCsr &c, Index *lengths);
 // The whole matrix in CSR order: rowptr from compact_row_lengths (prefix sums),
 // cols and vals filled (nnz entries each). Either may be null (the values or the pattern only).
-template <typename Index> void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals);
+// rows >= 0: only rows [0, rows) are written (the others are not touched).
+template <typename Index>
+void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals, std::int64_t rows = -1);
 
 // Whether the copy stores exactly csr's pattern (row lengths and columns; the
 // values are not compared): one pass over the column indices.
@@ -54,6 +56,24 @@ void compact_diagonal(const CompactCsr &c, std::int64_t col_shift, double *d);
 
 // Makes every stored value 0 (formats and layout kept: 0 is exact in each).
 void zero_compact_values(CompactCsr &c);
+
+// Gives the memory of a copy's values back to the system as its rows are read
+// for the last time (a reassembly: the rows go into an assembly matrix, and the
+// values are written anew when it is stored). operator()(rows): rows [0, rows)
+// were read; the pages holding only values of units (nodes, slices) whose rows
+// all lie below are given back, and read as zeros from then on. Blocks of
+// split storage or with rows sorted by length (sort_window) keep their values.
+// The copy's values are undefined afterwards until they are all rewritten (a
+// value-only refill or a new build); its layout and indices are untouched.
+class CompactValuesRelease {
+public:
+  explicit CompactValuesRelease(CompactCsr &c);
+  void operator()(std::int64_t rows);
+
+private:
+  CompactCsr &copy_;
+  std::vector<std::int64_t> next_unit_; // per block: the first unit not yet given back
+};
 
 // Bytes the copy occupies in memory (values, indices, block bookkeeping).
 std::int64_t compact_memory_bytes(const CompactCsr &c);

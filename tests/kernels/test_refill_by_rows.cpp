@@ -1,0 +1,292 @@
+// refill_compact_parts_by_rows: ellmp's reassembly writes new values into the
+// layout it keeps a range of rows at a time, giving the assembly matrix's rows
+// back as it goes, after CompactValuesRelease gave the old values back while
+// the rows were read. The result must be the matrix a whole build from the new
+// values stores (values bit for bit, formats, largest changes, products), also
+// when a row needs another format after rows were given back (they are
+// restored from the copy and built anew with the formats they kept), and the
+// refill must never read a row said done: such rows are poisoned here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "petscmp/core/compact_csr.hpp"
+#include "petscmp/core/compact_rows.hpp"
+#include "csr_matrices.hpp"
+#include "spmv.hpp"
+
+using namespace petscmp;
+using namespace petscmp_test;
+
+namespace {
+
+bool same(double a, double b)
+{
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+using Mat = Matrix<std::int32_t>;
+
+void expect_same_storage(const CompactCsr &whole, const CompactCsr &refilled, const char *what)
+{
+  for (int f = 0; f < kFormatCount; ++f) {
+    EXPECT_EQ(whole.stats.per_format[f].rows, refilled.stats.per_format[f].rows) << what << ": format " << f;
+    EXPECT_EQ(whole.stats.per_format[f].nnz, refilled.stats.per_format[f].nnz) << what << ": format " << f;
+  }
+  EXPECT_TRUE(refilled.stats.errors_measured) << what;
+  EXPECT_EQ(whole.stats.max_relative_error(), refilled.stats.max_relative_error()) << what;
+  const std::vector<double> x = random_vector(static_cast<std::size_t>(whole.ncols), 3u);
+  std::vector<double> y1(static_cast<std::size_t>(whole.nrows)), y2(y1.size());
+  reference::spmv(whole, CsrPattern<std::int32_t>{}, x.data(), nullptr, y1.data());
+  for (int threads : {1, 2}) {
+    openmp::spmv(refilled, CsrPattern<std::int32_t>{}, x.data(), nullptr, y2.data(), threads);
+    for (std::size_t i = 0; i < y1.size(); ++i)
+      ASSERT_TRUE(same(y1[i], y2[i])) << what << ": product row " << i << ", " << threads << " threads";
+  }
+  std::vector<std::int32_t> lengths(static_cast<std::size_t>(whole.nrows)), other(lengths.size());
+  compact_row_lengths(whole, lengths.data());
+  compact_row_lengths(refilled, other.data());
+  ASSERT_EQ(lengths, other) << what;
+  std::vector<std::int32_t> rowptr(lengths.size() + 1, 0);
+  for (std::size_t i = 0; i < lengths.size(); ++i)
+    rowptr[i + 1] = rowptr[i] + lengths[i];
+  std::vector<std::int32_t> c1(static_cast<std::size_t>(rowptr.back())), c2(c1.size());
+  std::vector<double> v1(c1.size()), v2(c1.size());
+  read_compact_csr(whole, rowptr.data(), c1.data(), v1.data());
+  read_compact_csr(refilled, rowptr.data(), c2.data(), v2.data());
+  ASSERT_EQ(c1, c2) << what;
+  for (std::size_t e = 0; e < v1.size(); ++e)
+    ASSERT_TRUE(same(v1[e], v2[e])) << what << ": entry " << e << " stored differently";
+}
+
+struct Case {
+  StorageMode mode;
+  Shape shape;
+  int node_rows;
+  std::int64_t step;
+  bool new_format; // a late row's new values need a wider format
+};
+
+std::string case_name(const Case &c)
+{
+  return std::string(storage_mode_name(c.mode)) + "_" + shape_name(c.shape) + "_nodes" + std::to_string(c.node_rows) +
+         "_step" + std::to_string(c.step) + (c.new_format ? "_newformat" : "_sameformats");
+}
+void PrintTo(const Case &c, std::ostream *os)
+{
+  *os << case_name(c);
+}
+
+// Whether row i of part `stored` takes another format when its values are changed by change_row.
+bool row_can_change(const CompactCsr &stored, const CompactRowMap &map, std::int32_t i, StorageMode mode)
+{
+  if (map.block_of(i) < 0) return false;
+  const Format f = stored.blocks[static_cast<std::size_t>(map.block_of(i))].format;
+  return mode == StorageMode::tolerance ? f != Format::fp16 : f != Format::fp64;
+}
+// Tolerance: every value 0 (exact in fp16, the narrowest format of its ladder, whose others hold fp64's range);
+// the others: one value of no narrower format than fp64 in lossless mode, out of fp32's range in the lossy ones.
+void change_row(Mat &m, std::int32_t i, StorageMode mode)
+{
+  const auto first = static_cast<std::size_t>(m.rowptr[i]), end = static_cast<std::size_t>(m.rowptr[i + 1]);
+  if (mode == StorageMode::tolerance)
+    std::fill(m.vals.begin() + static_cast<std::ptrdiff_t>(first), m.vals.begin() + static_cast<std::ptrdiff_t>(end),
+              0.0);
+  else
+    m.vals[first] = mode == StorageMode::lossless ? 1.0 + std::ldexp(1.0, -40) : 1e300;
+}
+
+// The old matrices' copies refilled with the new matrices' values (new_mats, poisoned as rows are said done),
+// after every old value was given back; returns the calls to restore.
+int refill(std::vector<Mat> &new_mats, std::vector<CompactPart<std::int32_t>> &parts, std::int64_t step, bool *handled)
+{
+  for (auto &p : parts) {
+    CompactValuesRelease release(p.copy);
+    for (std::int64_t r = 0; r <= p.copy.nrows; r += 97)
+      release(r);
+    release(p.copy.nrows);
+  }
+  std::int64_t last = 0;
+  int restores      = 0;
+  auto rows_done    = [&](std::int64_t r) {
+    ASSERT_GE(r, last) << "rows given back went backwards";
+    for (auto &m : new_mats)
+      for (std::int32_t e = m.rowptr[last]; e < m.rowptr[r]; ++e) {
+        m.vals[e] = std::numeric_limits<double>::quiet_NaN();
+        m.cols[e] = -1;
+      }
+    last = r;
+  };
+  auto restore = [&](std::size_t i, std::int64_t r) {
+    ASSERT_EQ(r, last) << "restore asks for other rows than those given back";
+    read_compact_csr(parts[i].copy, new_mats[i].rowptr.data(), new_mats[i].cols.data(), new_mats[i].vals.data(), r);
+    ++restores;
+  };
+  *handled = refill_compact_parts_by_rows(parts, step, rows_done, restore);
+  return restores;
+}
+
+class RefillByRows : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RefillByRows, IsTheWholeBuildOfTheNewValues)
+{
+  const Case c = GetParam();
+  RowRecipe recipe{256, 0, 14, 7, 37, c.node_rows, 64};
+  const Mat old_a = random_matrix<std::int32_t>(2000, 1800, c.shape, 7u, recipe);
+  const Mat old_b = random_matrix<std::int32_t>(2000, 300, Shape::fragmented, 9u, recipe);
+  for (int nparts : {1, 2}) {
+    SCOPED_TRACE(nparts == 1 ? "one part" : "two parts");
+    std::vector<Mat> olds{old_a}, news{old_a};
+    if (nparts == 2) {
+      olds.push_back(old_b);
+      news.push_back(old_b);
+    }
+    for (Mat &m : news) // new values of the same formats: twice the old (exact, and relative changes alike)
+      for (double &v : m.vals)
+        v *= 2;
+    StorageOptions old_opts, new_opts;
+    old_opts.mode = new_opts.mode = c.mode;
+    old_opts.own_indices = new_opts.own_indices = true;
+    old_opts.order = new_opts.order = c.node_rows > 1 ? SumOrder::paired : SumOrder::sequential;
+    old_opts.mean_abs_value         = 1e10; // (rowsplit: every row within the range, in fp32 where it fits)
+    new_opts.mean_abs_value         = 2e10;
+    std::vector<CompactPart<std::int32_t>> expected(nparts), parts(nparts);
+    for (int i = 0; i < nparts; ++i) {
+      parts[i].csr  = olds[i].view();
+      parts[i].opts = old_opts;
+    }
+    update_compact_parts(parts);
+    // a late row gets values that need another format (in the off-diagonal part when there are
+    // two: its rows decide with the other's)
+    Mat &late            = news.back();
+    std::int32_t widened = -1;
+    if (c.new_format) {
+      const CompactCsr &stored = parts.back().copy;
+      const CompactRowMap map(stored);
+      for (std::int32_t i = late.nrows / 2; i < late.nrows && widened < 0; ++i)
+        if (late.rowptr[i + 1] > late.rowptr[i] && row_can_change(stored, map, i, c.mode)) {
+          for (Mat &m : news) // (tolerance: the row's values in every part; else the one value in `late`)
+            if (&m == &late || c.mode == StorageMode::tolerance) change_row(m, i, c.mode);
+          widened = i;
+        }
+    }
+    for (int i = 0; i < nparts; ++i) {
+      expected[i].csr  = news[i].view();
+      expected[i].opts = new_opts;
+    }
+    update_compact_parts(expected);
+    for (int i = 0; i < nparts; ++i) {
+      measure_relative_errors(expected[i].csr, expected[i].copy);
+      parts[i].csr      = news[i].view();
+      parts[i].opts     = new_opts;
+      parts[i].reusable = true;
+    }
+    bool handled       = false;
+    const int restores = refill(news, parts, c.step, &handled);
+    ASSERT_TRUE(handled);
+    for (int i = 0; i < nparts; ++i)
+      expect_same_storage(expected[i].copy, parts[i].copy, i == 0 ? "first part" : "second part");
+    if (c.new_format) {
+      ASSERT_GE(widened, 0);
+      EXPECT_FALSE(parts[0].refilled) << "a row changed its format: the copies are built anew";
+      const bool ranges = c.step > 0 && c.step < static_cast<std::int64_t>(old_a.vals.size());
+      if (ranges) {
+        EXPECT_EQ(restores, nparts) << "rows given back before the new format was seen were not restored";
+      }
+    } else if (c.mode == StorageMode::lossless || c.mode == StorageMode::tolerance) {
+      EXPECT_TRUE(parts[0].refilled) << "twice the values keep their formats";
+      EXPECT_EQ(restores, 0);
+    }
+  }
+}
+
+std::vector<Case> all_cases()
+{
+  std::vector<Case> cases;
+  for (StorageMode m :
+       {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::tolerance, StorageMode::rowsplit})
+    for (Shape s : {Shape::fragmented, Shape::runs, Shape::mostly_empty})
+      for (int nodes : {1, 4})
+        for (std::int64_t step : {0, 500, 5000})
+          for (bool widen : {false, true})
+            cases.push_back({m, s, nodes, step, widen});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranges, RefillByRows, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case> &info) { return case_name(info.param); });
+
+// Copies the ranged refill does not take (it returns false and touches nothing): the caller refills them whole.
+TEST(RefillByRowsInput, RefusesWhatItCannotRefill)
+{
+  const Mat a = random_matrix<std::int32_t>(500, 500, Shape::runs, 1u);
+  for (StorageMode m : {StorageMode::entrysplit, StorageMode::split2, StorageMode::rowsplit}) {
+    SCOPED_TRACE(storage_mode_name(m));
+    StorageOptions opts;
+    opts.mode        = m;
+    opts.own_indices = m != StorageMode::entrysplit;
+    std::vector<CompactPart<std::int32_t>> parts(1);
+    parts[0].csr  = a.view();
+    parts[0].opts = opts;
+    parts[0].copy =
+        m == StorageMode::entrysplit ? build_entry_split(a.view(), opts) : build_compact_csr(a.view(), opts);
+    parts[0].reusable = true;
+    int calls         = 0;
+    EXPECT_FALSE(refill_compact_parts_by_rows(
+        parts, 100, [&](std::int64_t) { ++calls; }, [&](std::size_t, std::int64_t) { ++calls; }))
+        << "(rowsplit: no mean given)";
+    EXPECT_EQ(calls, 0);
+  }
+  StorageOptions opts;
+  opts.mode        = StorageMode::fp32;
+  opts.own_indices = true;
+  std::vector<CompactPart<std::int32_t>> parts(1);
+  parts[0].csr  = a.view();
+  parts[0].opts = opts;
+  parts[0].copy = build_compact_csr(a.view(), opts);
+  EXPECT_FALSE(refill_compact_parts_by_rows(
+      parts, 100, [](std::int64_t) {}, [](std::size_t, std::int64_t) {}))
+      << "not said reusable";
+}
+
+// CompactValuesRelease gives back the pages of values whose rows were read, and nothing of the rows not yet read.
+TEST(CompactValuesRelease, GivesBackTheValuesOfRowsRead)
+{
+  const Mat a = stencil_matrix<std::int32_t>(60, 7, Shape::runs, 5u, 1 << 30); // 216000 rows, one fp32 block
+  StorageOptions opts;
+  opts.mode        = StorageMode::fp32;
+  opts.own_indices = true;
+  for (Layout layout : {Layout::sliced, Layout::node}) {
+    SCOPED_TRACE(layout_name(layout));
+    opts.layout             = layout;
+    CompactCsr c            = build_compact_csr(a.view(), opts);
+    const CompactCsr before = build_compact_csr(a.view(), opts);
+    ASSERT_EQ(c.blocks.size(), 1u);
+    std::vector<std::int32_t> lengths(static_cast<std::size_t>(a.nrows));
+    compact_row_lengths(c, lengths.data());
+    std::vector<std::int32_t> rowptr(lengths.size() + 1, 0);
+    for (std::size_t i = 0; i < lengths.size(); ++i)
+      rowptr[i + 1] = rowptr[i] + lengths[i];
+    std::vector<double> v0(static_cast<std::size_t>(rowptr.back())), v1(v0.size());
+    read_compact_csr<std::int32_t>(before, rowptr.data(), nullptr, v0.data());
+    CompactValuesRelease release(c);
+    const std::int64_t half = a.nrows / 2;
+    release(half);
+    read_compact_csr<std::int32_t>(c, rowptr.data(), nullptr, v1.data());
+    std::int64_t zeros_below = 0;
+    for (std::int64_t e = 0; e < rowptr[half]; ++e)
+      zeros_below += v1[e] == 0.0 && v0[e] != 0.0;
+    EXPECT_GT(zeros_below, rowptr[half] * 9 / 10) << "the values of the rows read were not given back";
+    for (std::int64_t e = rowptr[half + 8]; e < rowptr.back(); ++e) // (a slice or node may hold the half's row)
+      ASSERT_TRUE(same(v0[e], v1[e])) << "a value of a row not read yet was lost: entry " << e;
+  }
+}
+
+} // namespace
