@@ -250,10 +250,11 @@ void CompactValuesRelease::operator()(std::int64_t rows)
     };
     const std::size_t bytes = format_bytes(b.format);
     unsigned char *values   = b.values.as<unsigned char>();
-    // from the page where the last call stopped (its bytes before were read then), never before the buffer
+    // whole huge pages, from the one where the last call stopped (its bytes before were read then), never before
+    // the buffer: the values written again come back as huge pages
     const std::uintptr_t from =
-        reinterpret_cast<std::uintptr_t>(values + value_at(first) * bytes) & ~std::uintptr_t{4095};
-    discard_pages(std::max(values, reinterpret_cast<unsigned char *>(from)), values + value_at(next) * bytes);
+        reinterpret_cast<std::uintptr_t>(values + value_at(first) * bytes) & ~((std::uintptr_t(1) << 21) - 1);
+    discard_huge_pages(std::max(values, reinterpret_cast<unsigned char *>(from)), values + value_at(next) * bytes);
   }
 }
 

@@ -259,7 +259,8 @@ TEST(RefillByRowsInput, RefusesWhatItCannotRefill)
 // CompactValuesRelease gives back the pages of values whose rows were read, and nothing of the rows not yet read.
 TEST(CompactValuesRelease, GivesBackTheValuesOfRowsRead)
 {
-  const Mat a = stencil_matrix<std::int32_t>(60, 7, Shape::runs, 5u, 1 << 30); // 216000 rows, one fp32 block
+  // 10^6 rows, one fp32 block of 28 MB: pages are given back 2 MiB at a time
+  const Mat a = stencil_matrix<std::int32_t>(100, 7, Shape::runs, 5u, 1 << 30);
   StorageOptions opts;
   opts.mode        = StorageMode::fp32;
   opts.own_indices = true;
@@ -283,7 +284,7 @@ TEST(CompactValuesRelease, GivesBackTheValuesOfRowsRead)
     std::int64_t zeros_below = 0;
     for (std::int64_t e = 0; e < rowptr[half]; ++e)
       zeros_below += v1[e] == 0.0 && v0[e] != 0.0;
-    EXPECT_GT(zeros_below, rowptr[half] * 9 / 10) << "the values of the rows read were not given back";
+    EXPECT_GT(zeros_below, rowptr[half] * 3 / 4) << "the values of the rows read were not given back";
     for (std::int64_t e = rowptr[half + 8]; e < rowptr.back(); ++e) // (a slice or node may hold the half's row)
       ASSERT_TRUE(same(v0[e], v1[e])) << "a value of a row not read yet was lost: entry " << e;
   }

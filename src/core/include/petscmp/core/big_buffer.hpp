@@ -204,6 +204,19 @@ inline void discard_pages([[maybe_unused]] const void *begin, [[maybe_unused]] c
 #endif
 }
 
+// discard_pages for whole 2 MiB pages only: memory written again afterwards
+// comes back as huge pages (4 KiB discards split a huge page, and the pages
+// written again then stay small: products over them were 5% slower).
+inline void discard_huge_pages([[maybe_unused]] const void *begin, [[maybe_unused]] const void *end)
+{
+#if defined(__linux__)
+  constexpr std::uintptr_t page = std::uintptr_t(1) << 21;
+  const std::uintptr_t first    = (reinterpret_cast<std::uintptr_t>(begin) + page - 1) & ~(page - 1);
+  const std::uintptr_t last     = reinterpret_cast<std::uintptr_t>(end) & ~(page - 1);
+  if (last > first) (void)madvise(reinterpret_cast<void *>(first), last - first, MADV_DONTNEED);
+#endif
+}
+
 // Buffers of a copy being replaced, lent to the copy that replaces it: a
 // rebuild after a value change then writes into memory that is already
 // mapped (no page faults), and the memory in use does not double.

@@ -60,8 +60,9 @@ void zero_compact_values(CompactCsr &c);
 // Gives the memory of a copy's values back to the system as its rows are read
 // for the last time (a reassembly: the rows go into an assembly matrix, and the
 // values are written anew when it is stored). operator()(rows): rows [0, rows)
-// were read; the pages holding only values of units (nodes, slices) whose rows
-// all lie below are given back, and read as zeros from then on. Blocks of
+// were read; the 2 MiB pages holding only values of units (nodes, slices)
+// whose rows all lie below are given back, and read as zeros from then on
+// (whole huge pages: written again, they are huge pages again). Blocks of
 // split storage or with rows sorted by length (sort_window) keep their values.
 // The copy's values are undefined afterwards until they are all rewritten (a
 // value-only refill or a new build); its layout and indices are untouched.
