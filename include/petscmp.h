@@ -333,7 +333,7 @@ PETSC_EXTERN PetscErrorCode PCAPBJacobiSetNumThreads(PC, PetscInt);
 PETSC_EXTERN PetscErrorCode PCAPBJacobiGetLocalBlockSizes(PC, PetscInt *, const PetscInt *[]);
 PETSC_EXTERN PetscErrorCode PCAPBJacobiGetInfo(PC, PCAPBJacobiInfo *);
 
-PETSC_EXTERN PetscLogEvent PCAPBJACOBI_Detect, PCAPBJACOBI_Invert, PCAPBJACOBI_Select, PCAPBJACOBI_Apply;
+PETSC_EXTERN PetscLogEvent PCAPBJACOBI_Detect, PCAPBJACOBI_Build, PCAPBJACOBI_Apply;
 
 /* ---- KSPMPJACOBI: multi-precision Jacobi (Richardson) that reads only the precision it needs ---- */
 #include <petscksp.h>

@@ -52,8 +52,7 @@ PetscErrorCode PetscMPInitializePackage(void)
   PetscCall(PetscLogEventRegister("ELLMPMult", MAT_CLASSID, &MATELLMP_Mult));
   PetscCall(PCRegister(PCAPBJACOBI, PCCreate_APBJacobi));
   PetscCall(PetscLogEventRegister("APBJDetect", PC_CLASSID, &PCAPBJACOBI_Detect));
-  PetscCall(PetscLogEventRegister("APBJInvert", PC_CLASSID, &PCAPBJACOBI_Invert));
-  PetscCall(PetscLogEventRegister("APBJSelect", PC_CLASSID, &PCAPBJACOBI_Select));
+  PetscCall(PetscLogEventRegister("APBJBuild", PC_CLASSID, &PCAPBJACOBI_Build));
   PetscCall(PetscLogEventRegister("APBJApply", PC_CLASSID, &PCAPBJACOBI_Apply));
   PetscCall(KSPRegister(KSPMPJACOBI, KSPCreate_MPJacobi));
   PetscCall(KSPRegister(KSPMPRELAX, KSPCreate_MPRelax));

@@ -1286,3 +1286,75 @@ TEST(BlockJacobiStorageLayout, UniformBlocksFillGroups)
 }
 
 } // namespace
+
+// =================================================================================
+// 7. The chunked setup
+// =================================================================================
+
+// build_block_jacobi (a chunk of blocks at a time, no fp64 copy of all inverses) stores what the three passes store:
+// the same format and the same stored entries for every block, the same counts, failures and kappa range; groups
+// end at chunk ends as well.
+TEST(BlockJacobiChunkedSetup, StoresWhatTheThreePassesStore)
+{
+  std::mt19937_64 rng(77);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<Dense> blocks;
+  for (int k = 0; k < 700; ++k) {
+    const int n = k % 5 == 4 ? 1 + static_cast<int>(rng() % 12) : 3; // mostly 3 x 3 blocks, some of other sizes
+    const double scales[] = {1.0, 1e-5, 1e5, 1e40, 1e-300, 3e4};
+    const double scale    = scales[rng() % (sizeof scales / sizeof scales[0])] * (0.5 + u(rng));
+    blocks.push_back(random_block(n, std::pow(10.0, 6 * u(rng)), (rng() & 1) != 0, scale, rng));
+  }
+  blocks[100]             = diag({0.0, 1.0, 2.0}); // singular
+  blocks[400]             = from_rows({{kInf}});   // not finite
+  const BlockPartition p  = partition_of(blocks);
+  const BlockCsr m        = assemble(p, blocks, 4);
+  const InvertedBlocks ib = invert_diagonal_blocks(m.view(), p);
+  for (const FormatSelection &sel : {selection(FormatPolicy::all, 1e-2), selection(FormatPolicy::ieee, 1e-4),
+                                     selection(FormatPolicy::forced, 0.1, Format::fp16)}) {
+    SelectionStats st3;
+    const std::vector<Format> formats = select_block_formats(ib, sel, &st3);
+    const BlockJacobiStorage three    = pack_block_jacobi(ib, formats);
+    for (std::int64_t chunk : {std::int64_t(8), std::int64_t(24), std::int64_t(1) << 14}) {
+      SCOPED_TRACE("policy " + std::string(format_policy_name(sel.policy)) + ", chunks of " + std::to_string(chunk));
+      BlockJacobiStorage recycled = pack_block_jacobi(ib, formats); // (its memory is reused)
+      const BlockJacobiSetup c    = build_block_jacobi(m.view(), p, sel, kDefaultGroupBlocks, &recycled, chunk);
+      ASSERT_EQ(c.storage.block_format, three.block_format);
+      ASSERT_EQ(c.storage.nrows, three.nrows);
+      for (int f = 0; f < kFormatCount; ++f)
+        EXPECT_EQ(c.selection.blocks_per_format[f], st3.blocks_per_format[f]) << format_name(Format(f));
+      EXPECT_EQ(c.selection.range_rejections, st3.range_rejections);
+      EXPECT_EQ(c.selection.forced_fallbacks, st3.forced_fallbacks);
+      EXPECT_EQ(c.failed_blocks, ib.failed_blocks);
+      EXPECT_EQ(c.first_failed_block, ib.first_failed_block);
+      EXPECT_EQ(c.first_failure, ib.status[static_cast<std::size_t>(ib.first_failed_block)]);
+      double kmin = kInf, kmax = 0.0;
+      for (std::int64_t b = 0; b < p.block_count(); ++b)
+        if (ib.status[static_cast<std::size_t>(b)] == InversionStatus::ok) {
+          kmin = std::min(kmin, ib.kappa[static_cast<std::size_t>(b)]);
+          kmax = std::max(kmax, ib.kappa[static_cast<std::size_t>(b)]);
+        }
+      EXPECT_EQ(c.kappa_min, kmin);
+      EXPECT_EQ(c.kappa_max, kmax);
+      for (std::int64_t b = 0; b < p.block_count(); ++b) {
+        const int n = p.block_size(b);
+        for (int r = 0; r < n; ++r)
+          for (int col = 0; col < n; ++col) {
+            const double x = stored(three, b, r, col), y = stored(c.storage, b, r, col);
+            ASSERT_EQ(std::memcmp(&x, &y, sizeof x), 0) << "block " << b << " entry " << r << "," << col;
+          }
+      }
+      std::int64_t row = 0; // groups cover the rows in order, within the chunks
+      for (const BlockGroup &g : c.storage.groups) {
+        EXPECT_EQ(g.row_begin, row);
+        EXPECT_EQ(g.byte_offset % 8, 0);
+        row += std::int64_t(g.nblocks) * g.block_size;
+      }
+      EXPECT_EQ(row, p.row_count());
+      EXPECT_LE(c.storage.value_bytes(), three.value_bytes() + 8 * (p.block_count() / chunk + 1));
+      if (chunk >= p.block_count()) {
+        EXPECT_EQ(c.storage.groups.size(), three.groups.size());
+      }
+    }
+  }
+}

@@ -29,7 +29,7 @@ const char *const PCAPBJacobiFormatsTypes[] = {"all",
                                                "PCAPBJacobiFormats",
                                                "PC_APBJACOBI_FORMATS_",
                                                nullptr};
-PetscLogEvent PCAPBJACOBI_Detect = 0, PCAPBJACOBI_Invert = 0, PCAPBJACOBI_Select = 0, PCAPBJACOBI_Apply = 0;
+PetscLogEvent PCAPBJACOBI_Detect = 0, PCAPBJACOBI_Build = 0, PCAPBJACOBI_Apply = 0;
 
 namespace petscmp {
 namespace {
@@ -256,13 +256,13 @@ PetscErrorCode DetectBlocks(PC pc, const CsrView<PetscInt> &csr)
 
 // Records the outcome of a failed block: a PETSc error when the user asked for
 // errors on failure, else a PC failure reason that makes the KSP stop.
-PetscErrorCode ReportFailure(PC pc, const InvertedBlocks &inv)
+PetscErrorCode ReportFailure(PC pc, const BlockJacobiSetup &setup)
 {
   APBJacobi *jac            = Data(pc);
-  const std::int64_t b      = inv.first_failed_block;
-  const InversionStatus why = inv.status[b];
-  const PetscInt row0       = static_cast<PetscInt>(inv.partition.offsets[b]),
-                 row1       = static_cast<PetscInt>(inv.partition.offsets[b + 1]);
+  const std::int64_t b      = setup.first_failed_block;
+  const InversionStatus why = setup.first_failure;
+  const PetscInt row0       = static_cast<PetscInt>(jac->partition.offsets[b]),
+                 row1       = static_cast<PetscInt>(jac->partition.offsets[b + 1]);
 
   PetscFunctionBegin;
   jac->failed = true;
@@ -270,40 +270,36 @@ PetscErrorCode ReportFailure(PC pc, const InvertedBlocks &inv)
              "PCAPBJACOBI: %" PetscInt64_FMT
              " diagonal block(s) cannot be inverted; the first is the %s block of local rows %" PetscInt_FMT
              " to %" PetscInt_FMT,
-             static_cast<PetscInt64>(inv.failed_blocks), inversion_status_name(why), row0, row1 - 1);
+             static_cast<PetscInt64>(setup.failed_blocks), inversion_status_name(why), row0, row1 - 1);
   // positive reasons: PCReduceFailedReason() takes the maximum over ranks, and PC_SETUP_ERROR is negative
   pc->failedreason = why == InversionStatus::singular ? PC_FACTOR_NUMERIC_ZEROPIVOT : PC_FACTOR_OTHER;
   PetscCall(PetscInfo(pc,
                       "%" PetscInt64_FMT
                       " diagonal block(s) cannot be inverted; the first is the %s block of local rows %" PetscInt_FMT
                       " to %" PetscInt_FMT "\n",
-                      static_cast<PetscInt64>(inv.failed_blocks), inversion_status_name(why), row0, row1 - 1));
+                      static_cast<PetscInt64>(setup.failed_blocks), inversion_status_name(why), row0, row1 - 1));
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode FillLocalInfo(APBJacobi *jac, const InvertedBlocks &inv, const SelectionStats &sel)
+PetscErrorCode FillLocalInfo(APBJacobi *jac, const BlockJacobiSetup &setup)
 {
-  PCAPBJacobiInfo &info = jac->local_info;
+  PCAPBJacobiInfo &info     = jac->local_info;
+  const SelectionStats &sel = setup.selection;
 
   PetscFunctionBegin;
-  info.blocks = inv.partition.block_count();
+  info.blocks = jac->partition.block_count();
   std::fill(info.blocks_of_size, info.blocks_of_size + 33, 0);
   for (std::int64_t b = 0; b < info.blocks; ++b)
-    ++info.blocks_of_size[inv.partition.block_size(b)];
+    ++info.blocks_of_size[jac->partition.block_size(b)];
   for (int f = 0; f < PETSCMP_NUM_FORMATS; ++f)
     info.blocks_per_format[f] = sel.blocks_per_format[f];
-  info.failed_blocks    = inv.failed_blocks;
+  info.failed_blocks    = setup.failed_blocks;
   info.range_rejections = sel.range_rejections;
   info.forced_fallbacks = sel.forced_fallbacks;
   info.bytes            = static_cast<PetscReal>(jac->storage ? jac->storage->value_bytes() : 0);
   info.fp64_bytes       = static_cast<PetscReal>(jac->storage ? jac->storage->fp64_bytes() : 0);
-  info.kappa_min        = std::numeric_limits<PetscReal>::infinity();
-  info.kappa_max        = 0.0;
-  for (std::int64_t b = 0; b < info.blocks; ++b) {
-    if (inv.status[b] != InversionStatus::ok) continue;
-    info.kappa_min = std::min(info.kappa_min, inv.kappa[b]);
-    info.kappa_max = std::max(info.kappa_max, inv.kappa[b]);
-  }
+  info.kappa_min        = setup.kappa_min;
+  info.kappa_max        = setup.kappa_max;
   PetscFunctionReturn(0);
 }
 
@@ -311,10 +307,8 @@ PetscErrorCode PCSetUp_APBJacobi(PC pc)
 {
   APBJacobi *jac = Data(pc);
   CsrView<PetscInt> csr;
-  InvertedBlocks inv;
-  SelectionStats sel;
-  std::vector<Format> formats;
-  PetscLogDouble t0, t1, t2, t3;
+  BlockJacobiSetup setup;
+  PetscLogDouble t0, t1;
 
   PetscFunctionBegin;
   jac->failed      = false;
@@ -329,27 +323,22 @@ PetscErrorCode PCSetUp_APBJacobi(PC pc)
   PetscCall(PetscLogEventEnd(PCAPBJACOBI_Detect, pc, 0, 0, 0));
   PetscCall(PetscTime(&t1));
 
-  PetscCall(PetscLogEventBegin(PCAPBJACOBI_Invert, pc, 0, 0, 0));
-  PetscCall(guarded([&] { inv = invert_diagonal_blocks(csr, jac->partition); }));
-  PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(inv.inverses.size()) * jac->partition.max_block_size()));
-  PetscCall(PetscLogEventEnd(PCAPBJACOBI_Invert, pc, 0, 0, 0));
-  PetscCall(PetscTime(&t2));
-
-  PetscCall(PetscLogEventBegin(PCAPBJACOBI_Select, pc, 0, 0, 0));
+  // inversion, selection and packing a chunk of blocks at a time (no fp64 copy of all inverses): one event
+  PetscCall(PetscLogEventBegin(PCAPBJACOBI_Build, pc, 0, 0, 0));
   PetscCall(guarded([&] {
-    formats = select_block_formats(inv, SelectionOf(*jac), &sel);
-    jac->storage =
-        std::make_unique<BlockJacobiStorage>(pack_block_jacobi(inv, formats, kDefaultGroupBlocks, old_storage.get()));
+    setup = build_block_jacobi(csr, jac->partition, SelectionOf(*jac), kDefaultGroupBlocks, old_storage.get());
     old_storage.reset();
+    jac->storage = std::make_unique<BlockJacobiStorage>(std::move(setup.storage));
   }));
-  PetscCall(PetscLogEventEnd(PCAPBJACOBI_Select, pc, 0, 0, 0));
-  PetscCall(PetscTime(&t3));
+  PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(jac->storage->fp64_bytes() / 8) *
+                          jac->partition.max_block_size()));
+  PetscCall(PetscLogEventEnd(PCAPBJACOBI_Build, pc, 0, 0, 0));
 
-  PetscCall(FillLocalInfo(jac, inv, sel));
+  PetscCall(FillLocalInfo(jac, setup));
   jac->local_info.seconds_detection = t1 - t0;
-  jac->local_info.seconds_inversion = t2 - t1;
-  jac->local_info.seconds_selection = t3 - t2;
-  if (inv.failed_blocks) PetscCall(ReportFailure(pc, inv));
+  jac->local_info.seconds_inversion = setup.seconds_inversion;
+  jac->local_info.seconds_selection = setup.seconds_selection;
+  if (setup.failed_blocks) PetscCall(ReportFailure(pc, setup));
   PetscFunctionReturn(0);
 }
 
@@ -933,7 +922,7 @@ PetscErrorCode PCAPBJacobiGetInfo(PC pc, PCAPBJacobiInfo *info)
   info->forced_fallbacks = counts[k++];
   info->device_copies    = jac->device.builds;
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &info->device_copies, 1, MPIU_INT64, MPI_MAX, comm));
-  PetscReal sums[2]      = {l.bytes, l.fp64_bytes};
+  PetscReal sums[2] = {l.bytes, l.fp64_bytes};
   PetscCall(MPIU_Allreduce(MPI_IN_PLACE, sums, 2, MPIU_REAL, MPI_SUM, comm));
   info->bytes      = sums[0];
   info->fp64_bytes = sums[1];

@@ -88,8 +88,9 @@ struct InvertedBlocks {
   std::int64_t failed_blocks      = 0;
   std::int64_t first_failed_block = -1;
 };
-// Extracts each diagonal block of csr (columns outside the block are ignored)
-// and inverts it. A failed block gets status != ok and is never used.
+// Extracts each diagonal block of csr (columns outside the block are ignored;
+// each row's columns ascending, as PETSc's AIJ keeps them) and inverts it. A failed block gets status != ok and is
+// never used.
 template <typename Index> InvertedBlocks invert_diagonal_blocks(const CsrView<Index> &csr, const BlockPartition &p);
 
 // ---- pass 3: format selection -----------------------------------------------------
@@ -154,6 +155,13 @@ inline constexpr int kDefaultGroupBlocks = 8;
 class CacheLineBytes {
 public:
   void resize(std::size_t n) { buffer_.allocate_zeroed(n); }
+  // n bytes of undefined content (the memory reused where large enough), then cut to the n written first.
+  void resize_uninitialized(std::size_t n) { buffer_.allocate(n); }
+  void shrink_to(std::size_t n)
+  {
+    buffer_.allocate(n); // (n <= size(): the same memory, its first n bytes kept)
+    buffer_.trim();
+  }
   void take_memory_of(CacheLineBytes &o) { buffer_.swap(o.buffer_); }
   std::size_t size() const { return buffer_.size(); }
   template <typename T> T *as() { return reinterpret_cast<T *>(buffer_.data()); }
@@ -177,6 +185,29 @@ struct BlockJacobiStorage {
 // on new values of the same matrix: no fresh pages).
 BlockJacobiStorage pack_block_jacobi(const InvertedBlocks &blocks, const std::vector<Format> &formats,
                                      int group_blocks = kDefaultGroupBlocks, BlockJacobiStorage *recycle = nullptr);
+// The whole setup after detection, a chunk of blocks at a time: each chunk's
+// blocks are inverted (invert_diagonal_blocks), their formats selected
+// (select_block_formats) and packed (pack_block_jacobi) before the next chunk,
+// so no fp64 copy of all inverses is ever made (it was the largest and
+// freshest memory of a setup: 72 bytes a 3 x 3 block, more than its storage)
+// and each chunk's inverses are packed while they are in cache. The formats
+// and stored values are those of the three passes; a group also ends at a
+// chunk's end (chunk_blocks is a multiple of group_blocks, so groups of
+// uniform blocks are the same).
+struct BlockJacobiSetup {
+  BlockJacobiStorage storage;
+  SelectionStats selection;
+  std::int64_t failed_blocks      = 0;
+  std::int64_t first_failed_block = -1;
+  InversionStatus first_failure   = InversionStatus::ok;
+  double kappa_min = 0.0, kappa_max = 0.0;                 // over the blocks inverted (kappa_min infinite when none)
+  double seconds_inversion = 0.0, seconds_selection = 0.0; // of the chunks' inversions, and of selection + packing
+};
+template <typename Index>
+BlockJacobiSetup build_block_jacobi(const CsrView<Index> &csr, const BlockPartition &p, const FormatSelection &s,
+                                    int group_blocks = kDefaultGroupBlocks, BlockJacobiStorage *recycle = nullptr,
+                                    std::int64_t chunk_blocks = std::int64_t(1) << 14);
+
 // Reads entry (r, c) of block i of group g back as fp64 (for tests and views).
 double stored_entry(const BlockJacobiStorage &s, const BlockGroup &g, int i, int r, int c);
 
