@@ -2,6 +2,7 @@
 #include "petscmp/core/compact_rows.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cstdint>
 #include <cstring>
 
@@ -91,6 +92,60 @@ CompactRowMap::CompactRowMap(const CompactCsr &c) : where_(static_cast<std::size
     const RowBlock &b = c.blocks[blk];
     for (std::int64_t k = 0; k < b.row_count(); ++k)
       where_[static_cast<std::size_t>(b.row(k))] = (static_cast<std::int64_t>(blk) << kPositionBits) | k;
+  }
+}
+
+CompactRowReader::CompactRowReader(const CompactCsr &c) : copy_(c), next_(c.blocks.size(), 0)
+{
+  if (c.entry_split()) return;
+  if (c.stats.sorted_windows > 0) {
+    map_ = CompactRowMap(c);
+    return;
+  }
+  for (std::size_t blk = 0; blk < c.blocks.size(); ++blk)
+    if (c.blocks[blk].row_count() > 0) heap_.emplace_back(c.blocks[blk].row(0), static_cast<std::int64_t>(blk));
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+}
+
+template <typename Index>
+void CompactRowReader::read(std::int64_t row, std::vector<Index> &cols, std::vector<double> &vals)
+{
+  if (copy_.entry_split() || !map_.empty()) {
+    const std::int64_t n = compact_row_length(copy_, map_, row);
+    cols.resize(static_cast<std::size_t>(n));
+    vals.resize(static_cast<std::size_t>(n));
+    if (n) read_compact_row(copy_, map_, row, cols.data(), vals.data());
+    return;
+  }
+  const auto advance = [&](std::int64_t blk, std::int64_t k) { // block blk's next block row is k
+    next_[static_cast<std::size_t>(blk)] = k;
+    const RowBlock &b                    = copy_.blocks[static_cast<std::size_t>(blk)];
+    if (k < b.row_count()) {
+      heap_.emplace_back(b.row(k), blk);
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    }
+  };
+  cols.clear();
+  vals.clear();
+  while (!heap_.empty() && heap_.front().first <= row) {
+    const auto [at, blk] = heap_.front();
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    heap_.pop_back();
+    const RowBlock &b = copy_.blocks[static_cast<std::size_t>(blk)];
+    std::int64_t k    = next_[static_cast<std::size_t>(blk)];
+    if (at == row) {
+      with_decoder(b, [&](auto value) {
+        for_each_entry(b, k, [&](std::int64_t col, std::int64_t i) {
+          cols.push_back(static_cast<Index>(col));
+          vals.push_back(value(i));
+        });
+      });
+      ++k;
+    } else // rows not asked for: skipped (a block's rows ascend)
+      while (k < b.row_count() && b.row(k) < row)
+        ++k;
+    advance(blk, k);
+    if (at == row) break;
   }
 }
 
@@ -279,6 +334,7 @@ std::int64_t compact_memory_bytes(const CompactCsr &c)
 
 #define PETSCMP_INSTANTIATE_COMPACT_ROWS(Index)                                                                        \
   template void read_compact_row<Index>(const CompactCsr &, const CompactRowMap &, std::int64_t, Index *, double *);   \
+  template void CompactRowReader::read<Index>(std::int64_t, std::vector<Index> &, std::vector<double> &);              \
   template void compact_row_lengths<Index>(const CompactCsr &, Index *);                                               \
   template void read_compact_csr<Index>(const CompactCsr &, const Index *, Index *, double *, std::int64_t);           \
   template bool compact_has_pattern<Index>(const CompactCsr &, const CsrView<Index> &);

@@ -155,6 +155,19 @@ TEST_P(CompactRows, ReadBackIsTheStoredMatrix)
     }
     ASSERT_TRUE(same(diagonal[i], d)) << "diagonal of row " << i;
   }
+
+  // rows read in order without a row map: every row, and every third row (the others skipped)
+  for (int every : {1, 3}) {
+    CompactRowReader reader(copy);
+    for (std::int32_t i = 0; i < a.nrows; i += every) {
+      reader.read(i, row_cols, row_vals);
+      ASSERT_EQ(static_cast<std::int64_t>(row_cols.size()), lengths[i]) << "row " << i << ", every " << every;
+      for (std::size_t e = 0; e < row_cols.size(); ++e) {
+        ASSERT_EQ(row_cols[e], cols[rowptr[i] + static_cast<std::int32_t>(e)]) << "row " << i;
+        ASSERT_TRUE(same(row_vals[e], vals[rowptr[i] + static_cast<std::int32_t>(e)])) << "row " << i;
+      }
+    }
+  }
 }
 
 // An MPI matrix's diagonal block: its diagonal is (i, i + shift) of the local columns.
@@ -306,6 +319,19 @@ TEST(SortWindow, SameMatrixLessPadding)
       ASSERT_EQ(cols1, cols2);
       for (std::size_t e = 0; e < vals1.size(); ++e)
         ASSERT_TRUE(same(vals1[e], vals2[e])) << "entry " << e;
+      { // rows in order from sorted windows (read through a row map)
+        CompactRowReader reader(sorted);
+        std::vector<std::int32_t> row_cols;
+        std::vector<double> row_vals;
+        for (std::int32_t i = 0; i < c.a.nrows; ++i) {
+          reader.read(i, row_cols, row_vals);
+          ASSERT_EQ(row_cols.size(), static_cast<std::size_t>(len2[i])) << "row " << i;
+          for (std::size_t e = 0; e < row_cols.size(); ++e)
+            ASSERT_TRUE(row_cols[e] == cols2[c.a.rowptr[i] + static_cast<std::int32_t>(e)] &&
+                        same(row_vals[e], vals2[c.a.rowptr[i] + static_cast<std::int32_t>(e)]))
+                << "row " << i << " entry " << e;
+        }
+      }
       const std::vector<double> x = random_vector(static_cast<std::size_t>(c.a.ncols), 8u);
       const std::vector<double> z = random_vector(static_cast<std::size_t>(c.a.nrows), 9u);
       std::vector<double> y1(c.a.nrows), y2(c.a.nrows);

@@ -76,6 +76,8 @@ PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool
 // reassembly: release(r) after rows [0, r) were read). Its values are undefined from then until it is stored: the
 // caller keeps them from being read (an mpiellmp marks its blocks not assembled).
 PetscErrorCode SeqELLMPValuesRelease(Mat B, std::unique_ptr<CompactValuesRelease> &release);
+// A reader of B's stored rows in ascending order (no row map), valid while B's storage stands.
+PetscErrorCode SeqELLMPRowReader(Mat B, std::unique_ptr<CompactRowReader> &reader);
 const CompactCsr *SeqELLMPCompact(Mat B);
 // A new assembled SeqAIJ matrix holding B's stored values (exactly).
 PetscErrorCode SeqELLMPToAIJ(Mat B, Mat *aij);

@@ -79,6 +79,31 @@ PetscErrorCode new_mpiaij(Mat A, Mat *M)
 }
 
 // Local row i's entries in global columns, ascending, into the row buffers (MPIAIJ's MatGetRow order).
+// Local row i in global columns from its diagonal-block part (nd entries, local columns) and its off-diagonal part
+// (no entries, columns of garray), merged in column order into the row buffers.
+template <typename Col>
+void merge_local_row(Mat A, PetscInt nd, const Col *cd, const PetscScalar *vd, PetscInt no, const Col *co,
+                     const PetscScalar *vo)
+{
+  MPIELLMP *d = data_of(A);
+  d->row_cols.resize(static_cast<std::size_t>(nd + no));
+  d->row_vals.resize(static_cast<std::size_t>(nd + no));
+  const PetscInt cstart = A->cmap->rstart;
+  PetscInt k = 0, e = 0;
+  for (; e < no && d->garray[co[e]] < cstart; ++e, ++k) {
+    d->row_cols[k] = d->garray[co[e]];
+    d->row_vals[k] = vo[e];
+  }
+  for (PetscInt j = 0; j < nd; ++j, ++k) {
+    d->row_cols[k] = static_cast<PetscInt>(cd[j]) + cstart;
+    d->row_vals[k] = vd[j];
+  }
+  for (; e < no; ++e, ++k) {
+    d->row_cols[k] = d->garray[co[e]];
+    d->row_vals[k] = vo[e];
+  }
+}
+
 PetscErrorCode read_local_row(Mat A, PetscInt i, PetscInt *n)
 {
   MPIELLMP *d = data_of(A);
@@ -89,22 +114,7 @@ PetscErrorCode read_local_row(Mat A, PetscInt i, PetscInt *n)
   PetscFunctionBegin;
   PetscCall(MatGetRow(d->diag, i, &nd, &cd, &vd));
   PetscCall(MatGetRow(d->off, i, &no, &co, &vo));
-  d->row_cols.resize(static_cast<std::size_t>(nd + no));
-  d->row_vals.resize(static_cast<std::size_t>(nd + no));
-  const PetscInt cstart = A->cmap->rstart;
-  PetscInt k = 0, e = 0;
-  for (; e < no && d->garray[co[e]] < cstart; ++e, ++k) {
-    d->row_cols[k] = d->garray[co[e]];
-    d->row_vals[k] = vo[e];
-  }
-  for (PetscInt j = 0; j < nd; ++j, ++k) {
-    d->row_cols[k] = cd[j] + cstart;
-    d->row_vals[k] = vd[j];
-  }
-  for (; e < no; ++e, ++k) {
-    d->row_cols[k] = d->garray[co[e]];
-    d->row_vals[k] = vo[e];
-  }
+  merge_local_row(A, nd, cd, vd, no, co, vo);
   *n = nd + no;
   PetscCall(MatRestoreRow(d->off, i, nullptr, &co, &vo));
   PetscCall(MatRestoreRow(d->diag, i, nullptr, &cd, &vd));
@@ -123,6 +133,25 @@ public:
     off_  = data_of(A)->off;
     PetscCall(SeqELLMPValuesRelease(diag_, release_diag_));
     PetscCall(SeqELLMPValuesRelease(off_, release_off_));
+    PetscCall(SeqELLMPRowReader(diag_, rows_diag_));
+    PetscCall(SeqELLMPRowReader(off_, rows_off_));
+    PetscFunctionReturn(0);
+  }
+  // Local row i into A's row buffers (rows in ascending order; through MatGetRow when not started)
+  PetscErrorCode read(Mat A, PetscInt i, PetscInt *n)
+  {
+    PetscFunctionBegin;
+    if (!rows_diag_) {
+      PetscCall(read_local_row(A, i, n));
+      PetscFunctionReturn(0);
+    }
+    PetscCall(guarded([&] {
+      rows_diag_->read(i, cols_diag_, vals_diag_);
+      rows_off_->read(i, cols_off_, vals_off_);
+    }));
+    const auto nd = static_cast<PetscInt>(cols_diag_.size()), no = static_cast<PetscInt>(cols_off_.size());
+    merge_local_row(A, nd, cols_diag_.data(), vals_diag_.data(), no, cols_off_.data(), vals_off_.data());
+    *n = nd + no;
     PetscFunctionReturn(0);
   }
   void rows_read(PetscInt rows) // rows [0, rows) read
@@ -141,6 +170,9 @@ public:
 private:
   Mat diag_ = nullptr, off_ = nullptr;
   std::unique_ptr<CompactValuesRelease> release_diag_, release_off_;
+  std::unique_ptr<CompactRowReader> rows_diag_, rows_off_; // (no row maps: 8 bytes a row each)
+  std::vector<PetscInt> cols_diag_, cols_off_;
+  std::vector<double> vals_diag_, vals_off_;
 };
 
 // Fills the new MPIAIJ matrix M (not preallocated) with the stored values, not assembled.
@@ -161,7 +193,7 @@ PetscErrorCode fill_mpiaij_from_stored(Mat A, Mat M, bool last_reads = false)
   if (last_reads) PetscCall(reads.start(A));
   for (PetscInt i = 0; i < m; ++i) {
     PetscInt n, row = i + A->rmap->rstart;
-    PetscCall(read_local_row(A, i, &n));
+    PetscCall(reads.read(A, i, &n));
     if (n) PetscCall(MatSetValues(M, 1, &row, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
     if ((i + 1) % 32768 == 0) reads.rows_read(i + 1);
   }
@@ -365,7 +397,7 @@ PetscErrorCode open_locally(Mat A)
   PetscCall(reads.start(A));
   for (PetscInt i = 0; i < m; ++i) {
     PetscInt n;
-    PetscCall(read_local_row(A, i, &n));
+    PetscCall(reads.read(A, i, &n));
     if (n) PetscCall(MatSetValues(d->local_rows, 1, &i, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
     if ((i + 1) % 32768 == 0) reads.rows_read(i + 1);
   }

@@ -103,11 +103,21 @@ PetscErrorCode fill_aij_from_compact(Mat A, Mat aij, bool last_reads = false)
   PetscCall(MatSeqAIJSetPreallocation(aij, 0, lengths.data()));
   // the stored values go back to the system as they are copied (they are written anew when the assembly ends): the
   // assembly matrix grows as the copy's values shrink, instead of both at full size
+  // (rows read in order, without a row map of 8 bytes a row on top)
   std::unique_ptr<CompactValuesRelease> give_back;
-  if (last_reads) PetscCall(SeqELLMPValuesRelease(A, give_back));
+  std::unique_ptr<CompactRowReader> rows;
+  if (last_reads) {
+    PetscCall(SeqELLMPValuesRelease(A, give_back));
+    PetscCall(guarded([&] { rows = std::make_unique<CompactRowReader>(*d->compact); }));
+  }
   for (PetscInt i = 0; i < A->rmap->n; ++i) {
     PetscInt n;
-    PetscCall(read_row(d, i, &n));
+    if (rows) {
+      PetscCall(guarded([&] { rows->read(i, d->row_cols, d->row_vals); }));
+      d->cached_row = -1;
+      n             = static_cast<PetscInt>(d->row_cols.size());
+    } else
+      PetscCall(read_row(d, i, &n));
     if (n) PetscCall(MatSetValues(aij, 1, &i, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
     if (give_back && (i + 1) % 32768 == 0) (*give_back)(i + 1);
   }
@@ -1053,6 +1063,16 @@ PetscErrorCode SeqELLMPValuesRelease(Mat B, std::unique_ptr<CompactValuesRelease
   PetscFunctionBegin;
   PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: ellmp has no stored values to give back");
   PetscCall(guarded([&] { release = std::make_unique<CompactValuesRelease>(*d->compact); }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqELLMPRowReader(Mat B, std::unique_ptr<CompactRowReader> &reader)
+{
+  SeqELLMP *d = data_of(B);
+
+  PetscFunctionBegin;
+  PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: ellmp has no stored rows to read");
+  PetscCall(guarded([&] { reader = std::make_unique<CompactRowReader>(*d->compact); }));
   PetscFunctionReturn(0);
 }
 
