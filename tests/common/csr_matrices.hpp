@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -169,6 +170,17 @@ inline std::vector<double> random_vector(std::size_t n, unsigned seed)
   for (auto &x : v)
     x = u(rng);
   return v;
+}
+
+// Rows [from, to) of each matrix overwritten with NaN values and column -1: rows a builder said it is done with
+// (build_compact_parts_by_rows, refill_compact_parts_by_rows), so that a later read of them would show.
+template <typename Index> void poison_rows(std::vector<Matrix<Index>> &mats, std::int64_t from, std::int64_t to)
+{
+  for (auto &m : mats)
+    for (Index e = m.rowptr[from]; e < m.rowptr[to]; ++e) {
+      m.vals[static_cast<std::size_t>(e)] = std::numeric_limits<double>::quiet_NaN();
+      m.cols[static_cast<std::size_t>(e)] = -1;
+    }
 }
 
 } // namespace petscmp_test

@@ -114,11 +114,7 @@ void build_poisoning(std::vector<Matrix<std::int32_t>> &mats, std::vector<Compac
       }
       ASSERT_EQ(start, r) << "a range ends inside a run of rows with one pattern";
     }
-    for (auto &m : mats)
-      for (std::int32_t e = m.rowptr[last]; e < m.rowptr[r]; ++e) {
-        m.vals[e] = std::numeric_limits<double>::quiet_NaN();
-        m.cols[e] = -1;
-      }
+    poison_rows(mats, last, r);
     last = r;
     ++*calls;
   };

@@ -117,11 +117,7 @@ int refill(std::vector<Mat> &new_mats, std::vector<CompactPart<std::int32_t>> &p
   int restores      = 0;
   auto rows_done    = [&](std::int64_t r) {
     ASSERT_GE(r, last) << "rows given back went backwards";
-    for (auto &m : new_mats)
-      for (std::int32_t e = m.rowptr[last]; e < m.rowptr[r]; ++e) {
-        m.vals[e] = std::numeric_limits<double>::quiet_NaN();
-        m.cols[e] = -1;
-      }
+    poison_rows(new_mats, last, r);
     last = r;
   };
   auto restore = [&](std::size_t i, std::int64_t r) {

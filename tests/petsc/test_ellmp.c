@@ -146,6 +146,19 @@ static PetscErrorCode CompareOperations(Mat E, Mat B, const char *what)
   return CompareOperationsOrdered(E, B, PETSC_FALSE, what);
 }
 
+/* Assembles A (AIJ) and E (ellmp) after the same MatSetValues, then compares them bit for bit. */
+static PetscErrorCode AssembleAndCompare(Mat A, Mat E, const char *what)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(CompareEntries(E, A, 0.0, what));
+  PetscCall(CompareOperations(E, A, what));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode SetStorage(const char *mode)
 {
   PetscFunctionBeginUser;
@@ -231,12 +244,7 @@ static PetscErrorCode TestChanges(const TestMatOpts *o)
     cols[1] = all[1];
     PetscCall(MatSetValues(A, 1, &i, 2, cols, v, ADD_VALUES));
     PetscCall(MatSetValues(E, 1, &i, 2, cols, v, ADD_VALUES));
-    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
-    PetscCall(CompareEntries(E, A, 0.0, "reassembly, same pattern"));
-    PetscCall(CompareOperations(E, A, "reassembly, same pattern"));
+    PetscCall(AssembleAndCompare(A, E, "reassembly, same pattern"));
   }
   { /* reassembly where late rows need fp64 (their other values are exact in narrower formats): with small assembly
        steps the rows before them were stored and given back first, then restored and stored anew */
@@ -248,12 +256,7 @@ static PetscErrorCode TestChanges(const TestMatOpts *o)
       PetscCall(MatSetValues(A, 1, &i, 1, all, &v, INSERT_VALUES));
       PetscCall(MatSetValues(E, 1, &i, 1, all, &v, INSERT_VALUES));
     }
-    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
-    PetscCall(CompareEntries(E, A, 0.0, "reassembly, late rows need fp64"));
-    PetscCall(CompareOperations(E, A, "reassembly, late rows need fp64"));
+    PetscCall(AssembleAndCompare(A, E, "reassembly, late rows need fp64"));
   }
   {
     PetscInt    i = 7, j = o->N - 3;
@@ -262,12 +265,7 @@ static PetscErrorCode TestChanges(const TestMatOpts *o)
     PetscCall(MatSetOption(E, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
     PetscCall(MatSetValues(A, 1, &i, 1, &j, &v, INSERT_VALUES));
     PetscCall(MatSetValues(E, 1, &i, 1, &j, &v, INSERT_VALUES));
-    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
-    PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
-    PetscCall(CompareEntries(E, A, 0.0, "reassembly, a new entry"));
-    PetscCall(CompareOperations(E, A, "reassembly, a new entry"));
+    PetscCall(AssembleAndCompare(A, E, "reassembly, a new entry"));
   }
   { /* duplicates and copies */
     Mat D, Z, C, CA;
@@ -292,12 +290,7 @@ static PetscErrorCode TestChanges(const TestMatOpts *o)
   BOTH(MatZeroEntries(A), MatZeroEntries(E), "MatZeroEntries");
   PetscCall(TestMatSetEntries(A, o, -2.0));
   PetscCall(TestMatSetEntries(E, o, -2.0));
-  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
-  PetscCall(CompareEntries(E, A, 0.0, "Newton-like reassembly"));
-  PetscCall(CompareOperations(E, A, "Newton-like reassembly"));
+  PetscCall(AssembleAndCompare(A, E, "Newton-like reassembly"));
 #undef BOTH
   PetscCall(VecDestroy(&l));
   PetscCall(VecDestroy(&r));

@@ -72,12 +72,12 @@ PetscErrorCode SeqELLMPGetSettings(Mat A, AIJMPSettings **s);
 PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c);
 // Makes c, built from the assembled SeqAIJ block aij, B's matrix, and B assembled.
 PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool value_only, bool same_pattern);
-// Gives B's stored values back to the system as its rows are read for the last time before B is stored anew (a
-// reassembly: release(r) after rows [0, r) were read). Its values are undefined from then until it is stored: the
-// caller keeps them from being read (an mpiellmp marks its blocks not assembled).
-PetscErrorCode SeqELLMPValuesRelease(Mat B, std::unique_ptr<CompactValuesRelease> &release);
-// A reader of B's stored rows in ascending order (no row map), valid while B's storage stands.
-PetscErrorCode SeqELLMPRowReader(Mat B, std::unique_ptr<CompactRowReader> &reader);
+// The last reads of B's rows before B is stored anew (a reassembly): a reader of its rows in ascending order (no row
+// map) and a release that gives their values back to the system as they are read (release(r) after rows [0, r)).
+// B's values are undefined from the first release until it is stored: the caller keeps them from being read (an
+// mpiellmp marks its blocks not assembled).
+PetscErrorCode SeqELLMPLastReads(Mat B, std::unique_ptr<CompactRowReader> &rows,
+                                 std::unique_ptr<CompactValuesRelease> &release);
 const CompactCsr *SeqELLMPCompact(Mat B);
 // A new assembled SeqAIJ matrix holding B's stored values (exactly).
 PetscErrorCode SeqELLMPToAIJ(Mat B, Mat *aij);

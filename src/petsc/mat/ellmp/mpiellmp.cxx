@@ -131,10 +131,8 @@ public:
     PetscFunctionBegin;
     diag_ = data_of(A)->diag;
     off_  = data_of(A)->off;
-    PetscCall(SeqELLMPValuesRelease(diag_, release_diag_));
-    PetscCall(SeqELLMPValuesRelease(off_, release_off_));
-    PetscCall(SeqELLMPRowReader(diag_, rows_diag_));
-    PetscCall(SeqELLMPRowReader(off_, rows_off_));
+    PetscCall(SeqELLMPLastReads(diag_, rows_diag_, release_diag_));
+    PetscCall(SeqELLMPLastReads(off_, rows_off_, release_off_));
     PetscFunctionReturn(0);
   }
   // Local row i into A's row buffers (rows in ascending order; through MatGetRow when not started)

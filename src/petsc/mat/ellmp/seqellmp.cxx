@@ -106,10 +106,7 @@ PetscErrorCode fill_aij_from_compact(Mat A, Mat aij, bool last_reads = false)
   // (rows read in order, without a row map of 8 bytes a row on top)
   std::unique_ptr<CompactValuesRelease> give_back;
   std::unique_ptr<CompactRowReader> rows;
-  if (last_reads) {
-    PetscCall(SeqELLMPValuesRelease(A, give_back));
-    PetscCall(guarded([&] { rows = std::make_unique<CompactRowReader>(*d->compact); }));
-  }
+  if (last_reads) PetscCall(SeqELLMPLastReads(A, rows, give_back));
   for (PetscInt i = 0; i < A->rmap->n; ++i) {
     PetscInt n;
     if (rows) {
@@ -1056,23 +1053,17 @@ PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c)
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SeqELLMPValuesRelease(Mat B, std::unique_ptr<CompactValuesRelease> &release)
-{
-  SeqELLMP *d = data_of(B);
-
-  PetscFunctionBegin;
-  PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: ellmp has no stored values to give back");
-  PetscCall(guarded([&] { release = std::make_unique<CompactValuesRelease>(*d->compact); }));
-  PetscFunctionReturn(0);
-}
-
-PetscErrorCode SeqELLMPRowReader(Mat B, std::unique_ptr<CompactRowReader> &reader)
+PetscErrorCode SeqELLMPLastReads(Mat B, std::unique_ptr<CompactRowReader> &rows,
+                                 std::unique_ptr<CompactValuesRelease> &release)
 {
   SeqELLMP *d = data_of(B);
 
   PetscFunctionBegin;
   PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: ellmp has no stored rows to read");
-  PetscCall(guarded([&] { reader = std::make_unique<CompactRowReader>(*d->compact); }));
+  PetscCall(guarded([&] {
+    rows    = std::make_unique<CompactRowReader>(*d->compact);
+    release = std::make_unique<CompactValuesRelease>(*d->compact);
+  }));
   PetscFunctionReturn(0);
 }
 
