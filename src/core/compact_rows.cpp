@@ -98,7 +98,7 @@ CompactRowMap::CompactRowMap(const CompactCsr &c) : where_(static_cast<std::size
 CompactRowReader::CompactRowReader(const CompactCsr &c) : copy_(c), next_(c.blocks.size(), 0)
 {
   if (c.entry_split()) return;
-  if (c.stats.sorted_windows > 0) {
+  if (!c.rows_in_order()) {
     map_ = CompactRowMap(c);
     return;
   }
@@ -289,7 +289,7 @@ CompactValuesRelease::CompactValuesRelease(CompactCsr &c) : copy_(c), next_unit_
 
 void CompactValuesRelease::operator()(std::int64_t rows)
 {
-  if (copy_.entry_split() || copy_.stats.sorted_windows > 0) return; // (rows of a unit out of order: kept)
+  if (!copy_.rows_in_order()) return; // (rows of a unit out of order: kept)
   for (std::size_t j = 0; j < copy_.blocks.size(); ++j) {
     RowBlock &b = copy_.blocks[j];
     if (b.segments || !(b.sliced() || b.node_layout()) || !b.values.size()) continue;

@@ -2388,7 +2388,7 @@ namespace {
 // and its values are in one format (split storage rewrites whole planes).
 bool refillable_by_rows(const CompactCsr &c)
 {
-  if (c.entry_split() || c.stats.sorted_windows > 0) return false;
+  if (!c.rows_in_order()) return false;
   return std::none_of(c.blocks.begin(), c.blocks.end(), [](const RowBlock &b) { return b.segments != 0; });
 }
 

@@ -375,6 +375,9 @@ struct CompactCsr {
   int read_segments = 0;
   StorageStats stats;
   bool entry_split() const { return !split.empty(); }
+  // Whether each block's rows ascend with its block rows (no window sorted by
+  // length): its units can be read, refilled and given back in row order.
+  bool rows_in_order() const { return !entry_split() && stats.sorted_windows == 0; }
 };
 
 // Calls fn(type_tag<S>{}) with the storage type products read block b as: its
