@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -479,7 +480,14 @@ template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const
   const Index *c0 = csr.cols + csr.rowptr[b.row(k0)];
   const Index n   = csr.rowptr[b.row(k0) + 1] - csr.rowptr[b.row(k0)];
   if (n == 0) return false;
-  if (!b.grouped()) { // consecutive rows: one span of columns, each row's the previous one's plus 1
+  // consecutive rows (a run block, or most slices of a grouped block where
+  // rows of another format are rare): one span of columns, each row's the
+  // previous one's plus 1
+  bool consecutive = true;
+  if (b.grouped())
+    for (int r = 1; r < kSliceRows; ++r)
+      consecutive &= b.row(k0 + r) == b.row(k0) + r;
+  if (consecutive) {
     const Index *p = csr.rowptr + b.row(k0);
     for (int r = 1; r <= kSliceRows; ++r)
       if (p[r] != p[0] + r * n) return false;
@@ -1566,7 +1574,8 @@ void check_build_options(const StorageOptions &opts)
   if (opts.sort_window < 1 || (opts.sort_window > 1 && opts.sort_window % kSliceRows != 0))
     throw StorageError(
         "petscmp: the sorting window (sigma) must be 1 (no sorting) or a multiple of the slice height 8");
-  if (opts.min_run_rows < 1) throw StorageError("petscmp: the shortest run must be at least one row");
+  if (opts.min_run_rows < 1 && opts.min_run_rows != kRunsByNonzeros)
+    throw StorageError("petscmp: the shortest run must be at least one row");
   if (opts.threads < 1) throw StorageError("petscmp: the builder needs at least one thread");
 }
 
@@ -1736,32 +1745,45 @@ private:
 };
 } // namespace
 
-// The copy for these row formats; with check, each row's format is confirmed
-// as its values are written, and false is returned (out half written) at the
-// first row that has another.
-template <typename Index>
-bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, const StorageOptions &opts,
-                   CompactCsr *recycle, const RowFormatCheck<Index> *check, CompactCsr &out)
-{
+// The memory of copies being replaced (their buffers, node lists, slice shapes
+// and row lists), lent to the copy that replaces them: a rebuild writes into
+// memory that is already mapped. It outlives a failed attempt of the one-pass
+// build, which gives its blocks back, so that the build after it finds all of
+// the old copy's memory (not only what the attempt had taken: the rest went
+// back to the system, and its pages were faulted in afresh at every such
+// rebuild).
+struct Recycled {
   BufferPool pool;
-  std::vector<std::vector<NodeInfo>> spare_nodes;
+  std::vector<std::vector<NodeInfo>> spare_nodes; // taken from the back: first block first
   std::vector<SliceShape> spare_slices;
-  GroupedSpares grouped_spares;
-  if (recycle) {
-    for (RowBlock &b : recycle->blocks) {
+  GroupedSpares grouped;
+  // Takes the memory of c's blocks (which it clears); c's first block's lists are taken first.
+  void take(CompactCsr &c)
+  {
+    std::vector<std::vector<NodeInfo>> nodes;
+    std::vector<SliceShape> slices;
+    for (RowBlock &b : c.blocks) {
       pool.give(b.values.buffer());
       pool.give(b.cols.buffer());
       pool.give(b.row_lengths.buffer());
       pool.give(b.node_cols.buffer());
-      if (b.nodes.capacity()) spare_nodes.push_back(std::move(b.nodes));
-      if (b.slice_offsets.capacity())
-        spare_slices.push_back({std::move(b.slice_offsets), std::move(b.slice_col_offsets)});
-      grouped_spares.give(b.rows, b.value_offsets);
+      if (b.nodes.capacity()) nodes.push_back(std::move(b.nodes));
+      if (b.slice_offsets.capacity()) slices.push_back({std::move(b.slice_offsets), std::move(b.slice_col_offsets)});
+      grouped.give(b.rows, b.value_offsets);
     }
-    std::reverse(spare_nodes.begin(), spare_nodes.end()); // taken from the back: first block first
-    std::reverse(spare_slices.begin(), spare_slices.end());
-    recycle->blocks.clear();
+    std::move(nodes.rbegin(), nodes.rend(), std::back_inserter(spare_nodes));
+    std::move(slices.rbegin(), slices.rend(), std::back_inserter(spare_slices));
+    c.blocks.clear();
   }
+};
+
+// The copy for these row formats, in recycled memory; with check, each row's
+// format is confirmed as its values are written, and false is returned (out
+// half written) at the first row that has another.
+template <typename Index>
+bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, const StorageOptions &opts,
+                   Recycled &recycled, const RowFormatCheck<Index> *check, CompactCsr &out)
+{
   check_view(csr);
   if (row_formats.per_row && static_cast<Index>(row_formats.per_row->size()) != csr.nrows)
     throw StorageError("petscmp: one format per row is needed");
@@ -1783,13 +1805,16 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   std::int64_t nonempty   = 0;
   const std::int64_t runs = count_runs(csr, row_formats, nonempty);
   const bool mostly_empty = 2 * nonempty < csr.nrows;
-  const bool fragmented   = runs * opts.min_run_rows > std::max<std::int64_t>(nonempty, 1);
+  const std::int64_t nnz  = csr.nrows ? csr.rowptr[csr.nrows] : 0;
+  const bool fragmented   = opts.min_run_rows == kRunsByNonzeros
+                                ? runs * kMinRunNonzeros > std::max<std::int64_t>(nnz, 1)
+                                : runs * opts.min_run_rows > std::max<std::int64_t>(nonempty, 1);
   if ((runs <= 1 && !mostly_empty) || !(fragmented || mostly_empty))
     shape_runs(csr, find_runs(csr, row_formats), out);
   else
-    shape_grouped(csr, row_formats, out, grouped_spares);
-  if (!fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.threads, out, pool, spare_nodes,
-                   spare_slices, check))
+    shape_grouped(csr, row_formats, out, recycled.grouped);
+  if (!fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.threads, out, recycled.pool,
+                   recycled.spare_nodes, recycled.spare_slices, check))
     return false;
   if (!opts.split_later) split_blocks(out, opts.mode);
   return true;
@@ -1799,8 +1824,10 @@ template <typename Index>
 CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
                                 const StorageOptions &opts, CompactCsr *recycle)
 {
+  Recycled recycled;
+  if (recycle) recycled.take(*recycle);
   CompactCsr out;
-  assemble_copy<Index>(csr, RowFormats{&row_formats}, opts, recycle, nullptr, out);
+  assemble_copy<Index>(csr, RowFormats{&row_formats}, opts, recycled, nullptr, out);
   return out;
 }
 
@@ -1855,6 +1882,14 @@ bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> 
 }
 
 namespace {
+// Whether refill_part can rewrite copy in place at all: its layout is the one a
+// build with these options would make, and its values are held (not dropped).
+template <typename Index>
+bool refill_possible(const CsrView<Index> &csr, const StorageOptions &opts, const CompactCsr &copy)
+{
+  return layout_reusable(csr, opts, copy) && !(opts.mode == StorageMode::rowsplit && opts.mean_abs_value < 0.0);
+}
+
 // The value-only refill of part `part`, each row's format decided over all
 // parts as it is written.
 template <typename Index>
@@ -1864,8 +1899,7 @@ bool refill_part(const std::vector<CsrView<Index>> &parts, std::size_t part, con
   const CsrView<Index> &csr = parts[part];
   check_view(csr);
   check_options(opts);
-  if (!layout_reusable(csr, opts, copy) || (opts.mode == StorageMode::rowsplit && opts.mean_abs_value < 0.0))
-    return false;
+  if (!refill_possible(csr, opts, copy)) return false;
   const RowFormatCheck<Index> check(parts, part, opts);
   return rewrite_values(csr, opts, copy, check, [&](Format f) { return check.fused_check(f); });
 }
@@ -1932,30 +1966,43 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
   return out;
 }
 
+// Rows that guess_one_format samples, spread over the matrix: a guess that a
+// sampled row refutes costs no failed attempt. An attempt that fails shapes
+// every block's indices before the row that fails it is written (a third of a
+// build); 2048 rows cost about 0.3 ms and find one of the rows needing fp32 in
+// 4 of 5 fp16 builds of the 27-point random matrix (0.08% of its rows).
+constexpr std::int64_t kGuessSampleRows = 2048;
+
 // The format every row probably has: a uniform lossy mode's own format, or in
-// lossless mode the format of 64 rows spread over the matrix when they agree;
-// fp64 with `none` when there is no good guess (tolerance, rowsplit). A copy
-// being replaced that had rows in other formats suggests this one will too.
+// lossless mode the format of the sampled rows when they agree, each row's
+// format decided over all parts (as the build decides it: an MPI matrix's
+// off-diagonal block, whose rows are mostly empty there, gets the guess of the
+// whole rows); false when a sampled row has another format, or there is no
+// good guess (tolerance, rowsplit). A copy being replaced, of the same mode,
+// that had rows in other formats suggests this one will too (a copy of another
+// mode says nothing: lossless after fp16 is one format for most matrices).
 template <typename Index>
-bool guess_one_format(const CsrView<Index> &csr, const StorageOptions &opts, const CompactCsr *recycle, Format &guess)
+bool guess_one_format(const std::vector<CsrView<Index>> &parts, const StorageOptions &opts, const CompactCsr *recycle,
+                      Format &guess)
 {
-  if (recycle)
+  if (recycle && recycle->mode == opts.mode)
     for (const RowBlock &b : recycle->blocks)
       if (b.format != recycle->blocks.front().format) return false;
-  guess = uniform_format(opts.mode);
-  if (guess != Format::fp64) return true;
-  if (opts.mode != StorageMode::lossless || csr.nrows == 0) return false;
-  const std::vector<CsrView<Index>> parts{csr};
-  bool first = true;
-  for (Index k = 0; k < 64; ++k) {
-    const Index row = static_cast<Index>(static_cast<std::int64_t>(csr.nrows) * k / 64);
-    if (csr.rowptr[row + 1] == csr.rowptr[row]) continue;
-    const Format f = lossless_row_format(RowValues<Index>(parts, row));
-    if (!first && f != guess) return false;
+  const bool lossless = opts.mode == StorageMode::lossless;
+  guess               = uniform_format(opts.mode);
+  if (guess == Format::fp64 && !lossless) return false;
+  const std::int64_t nrows   = parts.front().nrows;
+  const std::int64_t samples = std::min(kGuessSampleRows, nrows);
+  bool seen                  = false;
+  for (std::int64_t k = 0; k < samples; ++k) {
+    const RowValues<Index> values(parts, static_cast<Index>(nrows * k / samples));
+    if (values.count() == 0) continue;
+    const Format f = lossless ? lossless_row_format(values) : uniform_row_format(values, guess);
+    if (f != guess && (seen || !lossless)) return false;
     guess = f;
-    first = false;
+    seen  = true;
   }
-  return !first;
+  return seen || !lossless;
 }
 
 namespace {
@@ -1964,21 +2011,38 @@ namespace {
 // makes the layout for it, writes the values and checks each row's format
 // (decided over all parts) as it goes, which reads the values once instead of
 // twice (once to choose the formats, once to write them). copy: in, the copy
-// being replaced, whose memory is reused; out, the attempt. False when there
-// is no guess or a row needs another format: the caller then starts again
-// from the chosen formats, in the memory of the attempt.
+// being replaced; out, the new copy when true is returned. False when there is
+// no guess (copy untouched) or a row needs another format (copy's memory and
+// the attempt's are then in recycled): the caller starts again from the chosen
+// formats (build_for_chosen_formats), in that memory.
 template <typename Index>
 bool build_for_one_format(const std::vector<CsrView<Index>> &parts, std::size_t part, const StorageOptions &opts,
-                          CompactCsr &copy)
+                          CompactCsr &copy, Recycled &recycled)
 {
   const CsrView<Index> &csr = parts[part];
   Format guess              = Format::fp64;
-  if (!guess_one_format(csr, opts, &copy, guess)) return false;
+  if (!guess_one_format(parts, opts, &copy, guess)) return false;
+  recycled.take(copy);
   const RowFormatCheck<Index> check(parts, part, opts);
   CompactCsr out;
-  const bool built = assemble_copy<Index>(csr, RowFormats{nullptr, guess}, opts, &copy, &check, out);
-  copy             = std::move(out);
+  const bool built = assemble_copy<Index>(csr, RowFormats{nullptr, guess}, opts, recycled, &check, out);
+  if (built)
+    copy = std::move(out);
+  else
+    recycled.take(out);
   return built;
+}
+
+// The copy of csr for the formats chosen over all parts, in the memory of copy
+// (which it takes) and of recycled.
+template <typename Index>
+CompactCsr build_for_chosen_formats(const CsrView<Index> &csr, const std::vector<Format> &formats,
+                                    const StorageOptions &opts, CompactCsr &copy, Recycled &recycled)
+{
+  recycled.take(copy);
+  CompactCsr out;
+  assemble_copy<Index>(csr, RowFormats{&formats}, opts, recycled, nullptr, out);
+  return out;
 }
 } // namespace
 
@@ -1994,8 +2058,9 @@ CompactCsr build_compact_csr(const CsrView<Index> &csr, const StorageOptions &op
     recycle->blocks.clear();
   }
   const std::vector<CsrView<Index>> parts{csr};
-  if (build_for_one_format(parts, 0, opts, copy)) return copy;
-  return assemble_compact_csr(csr, choose_row_formats(parts, opts), opts, &copy);
+  Recycled recycled;
+  if (build_for_one_format(parts, 0, opts, copy, recycled)) return copy;
+  return build_for_chosen_formats(csr, choose_row_formats(parts, opts), opts, copy, recycled);
 }
 
 namespace {
@@ -2029,18 +2094,25 @@ bool formats_agree(const std::vector<CsrView<Index>> &views, const std::vector<C
 // update_compact_parts in one pass over the values: each part refilled, or
 // built for one guessed format, its rows checked as they are written. False
 // when a part's rows need other formats: the copies are then unfinished.
+// A reusable copy whose layout cannot be refilled (other options, or values
+// dropped while AIJ's kernel computed the products) is built for the guess,
+// as a first build is: not from formats chosen in a pass of its own (a
+// second pass over the values, 1.6 times the time on 2 ranks of the 27-point
+// stencil).
 template <typename Index>
-bool update_parts_in_one_pass(const std::vector<CsrView<Index>> &views, std::vector<CompactPart<Index>> &parts)
+bool update_parts_in_one_pass(const std::vector<CsrView<Index>> &views, std::vector<CompactPart<Index>> &parts,
+                              std::vector<Recycled> &recycled)
 {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     CompactPart<Index> &p = parts[i];
+    if (p.reusable && !refill_possible(p.csr, p.opts, p.copy)) p.reusable = false; // (it would refuse again)
     if (p.reusable) {
       p.refilled = refill_part(views, i, p.opts, p.copy);
-      p.reusable = p.refilled; // (a refused refill would refuse again)
+      p.reusable = p.refilled; // (a row needs another format: a refill with the chosen formats fails as well)
       if (!p.refilled) return false;
       continue;
     }
-    if (!build_for_one_format(views, i, p.opts, p.copy)) return false;
+    if (!build_for_one_format(views, i, p.opts, p.copy, recycled[i])) return false;
   }
   return formats_agree(views, parts);
 }
@@ -2061,14 +2133,13 @@ template <typename Index> void update_compact_parts(std::vector<CompactPart<Inde
   }
   for (CompactPart<Index> &p : parts)
     p.refilled = false;
-  if (update_parts_in_one_pass(views, parts)) return;
+  std::vector<Recycled> recycled(parts.size());
+  if (update_parts_in_one_pass(views, parts, recycled)) return;
   const std::vector<Format> formats = choose_row_formats(views, parts.front().opts);
-  for (CompactPart<Index> &p : parts) {
-    p.refilled = p.reusable && refill_compact_values(p.csr, formats, p.opts, p.copy);
-    if (!p.refilled) {
-      CompactCsr old = std::move(p.copy);
-      p.copy         = assemble_compact_csr(p.csr, formats, p.opts, &old);
-    }
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    CompactPart<Index> &p = parts[i];
+    p.refilled            = p.reusable && refill_compact_values(p.csr, formats, p.opts, p.copy);
+    if (!p.refilled) p.copy = build_for_chosen_formats(p.csr, formats, p.opts, p.copy, recycled[i]);
   }
 }
 

@@ -829,7 +829,7 @@ TYPED_TEST(BuilderTest, LayoutRunThreshold)
 {
   // The run layout needs runs of min_run_rows (here 32) nonempty rows on
   // average: 128 nonempty rows in 4 runs keep it, 127 (one row emptied) or 5
-  // runs do not. The default threshold groups all of these.
+  // runs do not. The default threshold (kMinRunNonzeros) groups all of these.
   struct Case {
     int nruns, emptied;
     bool runs;
@@ -843,7 +843,7 @@ TYPED_TEST(BuilderTest, LayoutRunThreshold)
     if (c.emptied) rows[40].clear(); // inside a run: the run count stays 4
     const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
     StorageOptions opts        = with_mode(StorageMode::lossless);
-    EXPECT_EQ(build_compact_csr(m.view(), opts).blocks.size(), 2u) << "default threshold " << kMinRunLength;
+    EXPECT_EQ(build_compact_csr(m.view(), opts).blocks.size(), 2u) << "default threshold " << kMinRunNonzeros;
     opts.min_run_rows  = 32;
     const CompactCsr A = build_compact_csr(m.view(), opts);
     SCOPED_TRACE(std::to_string(c.nruns) + " runs, " + std::to_string(c.emptied) + " emptied");
@@ -857,6 +857,22 @@ TYPED_TEST(BuilderTest, LayoutRunThreshold)
       for (const auto &b : A.blocks)
         EXPECT_TRUE(b.grouped());
     }
+    check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+  }
+  // The default threshold counts nonzeros: 2 runs of 100 rows of 1000 entries
+  // (kMinRunNonzeros a run) keep the run layout; one row emptied does not.
+  for (const int emptied : {0, 1}) {
+    std::vector<std::vector<double>> rows;
+    for (int i = 0; i < 200; ++i)
+      rows.push_back(std::vector<double>(static_cast<std::size_t>(kMinRunNonzeros / 100), i < 100 ? 1.0 : 0.1));
+    if (emptied) rows[150].clear();
+    const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
+    const StorageOptions opts  = with_mode(StorageMode::lossless);
+    const CompactCsr A         = build_compact_csr(m.view(), opts);
+    SCOPED_TRACE(std::to_string(emptied) + " emptied, default threshold");
+    ASSERT_EQ(A.blocks.size(), 2u);
+    for (const auto &b : A.blocks)
+      EXPECT_EQ(b.grouped(), emptied == 1);
     check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
   }
   StorageOptions zero_runs = with_mode(StorageMode::lossless);
@@ -1548,6 +1564,49 @@ TYPED_TEST(BuilderTest, FusedRefillLooksCloserOutsideTheNormalRange)
       m.vals[k] = min_normal(f) * 0.3 + min_normal(f) * 0x1p-20; // below the range, not exact in f
       EXPECT_FALSE(refill_compact_values(m.view(), opts, copy));
       EXPECT_NE(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts)[row], f);
+    }
+}
+
+// A copy said reusable whose layout cannot be refilled (built with another
+// layout option or mode, or its values dropped) is built anew, as a first
+// build is: each part's copy is assemble_compact_csr's with the formats chosen
+// over all parts, and none is said refilled. An off-diagonal part whose rows
+// are mostly empty gets the whole rows' formats (lossless values in fp16 and
+// fp64 rows: a guess of one format fails, the copies are still right).
+TYPED_TEST(BuilderTest, PartsBuiltAnewWhenTheirCopyCannotBeRefilled)
+{
+  std::mt19937_64 rng(23);
+  for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16})
+    for (bool mixed : {false, true}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + (mixed ? " fp16 and fp64 rows" : " one format"));
+      TestCsr<TypeParam> d = node_matrix<TypeParam>(rng, 900), o;
+      if (!mixed)
+        for (auto &v : d.vals)
+          v = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / 64.0; // fp16-exact: one lossless format
+      for (TypeParam i = 0; i < d.nrows; ++i) // the last rows only: a mostly empty block
+        o.add_row(i < d.nrows - 40 ? std::vector<double>{} : std::vector<double>{0.5, 1.0 + 0x1p-40 * (i % 2)});
+      const std::vector<CsrView<TypeParam>> views{d.view(), o.view()};
+      for (Layout before : {Layout::sliced, Layout::csr}) {
+        std::vector<CompactPart<TypeParam>> parts(2);
+        parts[0].csr = d.view();
+        parts[1].csr = o.view();
+        for (auto &p : parts)
+          p.opts = with_mode(mode == StorageMode::fp16 ? StorageMode::bf16 : mode, before);
+        update_compact_parts(parts); // the copies of another layout (and, for fp16, another mode)
+        const StorageOptions opts = with_mode(mode, Layout::automatic);
+        for (auto &p : parts) {
+          p.opts     = opts;
+          p.reusable = true;
+        }
+        update_compact_parts(parts);
+        const auto formats = choose_row_formats(views, opts);
+        for (std::size_t i = 0; i < 2; ++i) {
+          EXPECT_FALSE(parts[i].refilled) << "part " << i;
+          expect_same_copy(parts[i].copy, assemble_compact_csr(views[i], formats, opts));
+        }
+        check_compact(parts[0].copy, d, formats);
+        check_compact(parts[1].copy, o, formats);
+      }
     }
 }
 

@@ -10,8 +10,8 @@
 //    master are read as they are. Chosen when precision changes rarely.
 //  - grouped layout (the thesis's row-wise split with rows clustered by
 //    precision): each block lists its rows and the offsets of their values.
-//    Chosen when the precision changes more often than every min_run_rows rows
-//    (default kMinRunLength, below),
+//    Chosen when the runs of one precision hold fewer than kMinRunNonzeros
+//    nonzeros on average (below; or fewer than min_run_rows rows, when set),
 //    or when most rows are empty (the off-diagonal block of an MPI matrix).
 //  - entry split (Ahmad et al.): two CSR matrices with their own indices, one
 //    with the fp32 entries and one with the fp64 entries.
@@ -98,14 +98,20 @@ inline constexpr int kLayoutCount = 4;
 const char *layout_name(Layout l);
 bool parse_layout(const char *name, Layout *l);
 
-// A run must be at least this many rows long on average for the run layout.
-// Each block costs a product about 1 us on its own (its value, index and node
-// streams start cold: a few DRAM latencies), while the grouped layout costs at
-// most 12 bytes per row (row list and offsets, 0.5 ns at 25 GB/s): break-even
-// near 2000 rows. Measured on Zen 5 with 3-row nodes of 81 entries, fp16 with
-// one fp32 row every L rows: L = 100 took 31.7 ms in 18001 runs and 14.5 ms
-// grouped; L = 300, 20.8 ms in 6001 runs and 13.0 ms grouped.
-inline constexpr std::int64_t kMinRunLength = 1024;
+// A run must hold at least this many nonzeros on average for the run layout
+// (by default; StorageOptions::min_run_rows may ask for a number of rows
+// instead). Each block costs a product about 1 us on its own (its value,
+// index and node streams start cold: a few DRAM latencies), while the grouped
+// layout costs a row list and slices that a row of another format interrupts.
+// Measured on Zen 4 (fp16, one fp32 row every L rows, products by the openmp
+// backend, runs / grouped time): 27-point stencil, 1.7M rows, L = 1000 1.19,
+// 2000 1.13, 4000 0.97; FEM nodes of 3 rows of 81 entries, 648k rows, L = 500
+// 1.07, 1000 1.02, 2000 0.99. Break-even near 100000 nonzeros a run for both,
+// where a threshold in rows (1024 before) would differ threefold. On Zen 5,
+// L = 100 took 31.7 ms in 18001 runs and 14.5 ms grouped.
+inline constexpr std::int64_t kMinRunNonzeros = 100000;
+// StorageOptions::min_run_rows default: the run threshold is kMinRunNonzeros.
+inline constexpr std::int64_t kRunsByNonzeros = -1;
 
 struct StorageOptions {
   StorageMode mode      = StorageMode::lossless;
@@ -116,7 +122,9 @@ struct StorageOptions {
   double mean_abs_value = -1.0; // rowsplit: mean |a| over the whole matrix (all ranks); < 0: computed from the parts
   SumOrder order        = SumOrder::sequential;
   Layout layout         = Layout::automatic;
-  std::int64_t min_run_rows = kMinRunLength; // shortest average run of one format kept as run blocks (tests lower it)
+  // shortest average run of one format kept as run blocks, in nonempty rows (tests lower it); kRunsByNonzeros:
+  // kMinRunNonzeros nonzeros
+  std::int64_t min_run_rows = kRunsByNonzeros;
   int threads               = 1; // OpenMP threads that write the values (build and refill); the result is the same
   // Every block stores its own column indices (nodes or slices, never CSR
   // order reading a master's): the copy is the whole matrix (ellmp). Automatic
@@ -364,7 +372,7 @@ struct CompactCsr {
   StorageMode mode          = StorageMode::lossless;
   SumOrder order            = SumOrder::sequential;
   Layout layout_option      = Layout::automatic; // the layout option it was built with
-  std::int64_t min_run_rows = kMinRunLength;     // and its run threshold
+  std::int64_t min_run_rows = kRunsByNonzeros;   // and its run threshold
   bool own_indices          = false;             // and StorageOptions::own_indices
   int sort_window           = 1;                 // and StorageOptions::sort_window
   bool all_rows_covered     = true; // every row belongs to a block (run layout); else unlisted rows are empty
