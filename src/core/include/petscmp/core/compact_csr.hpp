@@ -325,6 +325,17 @@ struct RowBlock {
     return node_layout() ? nodes[i].first : sliced() ? i * kSliceRows : i;
   }
   std::int64_t unit_end(std::int64_t i) const { return i + 1 < unit_count() ? unit_begin(i + 1) : row_count(); }
+  // Where the values of unit i start (units' values follow each other in unit
+  // order); i = unit_count(): the end of the last unit's values. rowptr: the
+  // master's row pointers (the CSR order of a run block).
+  template <typename Index> std::int64_t unit_value_begin(std::int64_t i, const Index *rowptr) const
+  {
+    const bool past = i >= unit_count();
+    if (node_layout()) return past ? nnz : nodes[static_cast<std::size_t>(i)].values;
+    if (sliced()) return slice_offsets[static_cast<std::size_t>(i)];
+    if (past) return nnz;
+    return grouped() ? value_offsets[static_cast<std::size_t>(i)] : rowptr[row(i)] - value_base;
+  }
 };
 
 // One part of an entry split: a CSR matrix of its own over all rows.
