@@ -1949,4 +1949,31 @@ TYPED_TEST(BuilderTest, SplitSegmentsReassembleBitwise)
       ASSERT_TRUE(refill_compact_values(m2.view(), opts, A));
       expect_segments(A, m2, n);
     }
+  // The planes are written through a cache-sized scratch, several runs of units
+  // per block here (rows of 1-80 entries, 240000 in all), shared among 3
+  // threads or not: the same bytes as one thread's, in a build and a refill.
+  std::mt19937_64 rng(31);
+  TestCsr<TypeParam> big;
+  for (int i = 0; i < 6000; ++i) {
+    std::vector<double> r(1 + rng() % 80);
+    for (double &v : r)
+      v = static_cast<double>(rng() >> 11) * 0x1p-50 - 2.0;
+    big.add_row(r);
+  }
+  for (StorageMode mode : {StorageMode::split2, StorageMode::split4})
+    for (Layout layout : {Layout::csr, Layout::sliced, Layout::automatic}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout) + ", 240k entries");
+      StorageOptions one = with_mode(mode, layout), three = one;
+      three.threads = 3;
+      CompactCsr A1 = build_compact_csr(big.view(), one), A3 = build_compact_csr(big.view(), three);
+      expect_segments(A1, big, storage_mode_segments(mode));
+      expect_same_copy(A1, A3);
+      TestCsr<TypeParam> big2 = big;
+      for (double &v : big2.vals)
+        v = 1.0 / v;
+      ASSERT_TRUE(refill_compact_values(big2.view(), one, A1));
+      ASSERT_TRUE(refill_compact_values(big2.view(), three, A3));
+      expect_segments(A3, big2, storage_mode_segments(mode));
+      expect_same_copy(A1, A3);
+    }
 }
