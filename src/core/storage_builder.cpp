@@ -1896,15 +1896,27 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   return true;
 }
 
+namespace {
+// The copy of csr for the formats chosen over all parts, in the memory of copy
+// (which it takes) and of recycled.
+template <typename Index>
+CompactCsr build_for_chosen_formats(const CsrView<Index> &csr, const std::vector<Format> &formats,
+                                    const StorageOptions &opts, CompactCsr &copy, Recycled &recycled)
+{
+  recycled.take(copy);
+  CompactCsr out;
+  assemble_copy<Index>(csr, RowFormats{&formats}, opts, recycled, nullptr, out);
+  return out;
+}
+} // namespace
+
 template <typename Index>
 CompactCsr assemble_compact_csr(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
                                 const StorageOptions &opts, CompactCsr *recycle)
 {
   Recycled recycled;
-  if (recycle) recycled.take(*recycle);
-  CompactCsr out;
-  assemble_copy<Index>(csr, RowFormats{&row_formats}, opts, recycled, nullptr, out);
-  return out;
+  CompactCsr none;
+  return build_for_chosen_formats(csr, row_formats, opts, recycle ? *recycle : none, recycled);
 }
 
 // Whether copy was built from a matrix of csr's shape with these options, so
@@ -2108,17 +2120,6 @@ bool build_for_one_format(const std::vector<CsrView<Index>> &parts, std::size_t 
   return built;
 }
 
-// The copy of csr for the formats chosen over all parts, in the memory of copy
-// (which it takes) and of recycled.
-template <typename Index>
-CompactCsr build_for_chosen_formats(const CsrView<Index> &csr, const std::vector<Format> &formats,
-                                    const StorageOptions &opts, CompactCsr &copy, Recycled &recycled)
-{
-  recycled.take(copy);
-  CompactCsr out;
-  assemble_copy<Index>(csr, RowFormats{&formats}, opts, recycled, nullptr, out);
-  return out;
-}
 } // namespace
 
 template <typename Index>
