@@ -23,14 +23,21 @@ constexpr int kMaxSegments = 4;
 struct MPRelax {
   KSP inner         = nullptr;
   PetscReal eta     = 0.03;
-  PetscReal margin  = 0.5; // the inner solve aims at margin * epsilon: the gap the relaxation opens stays inside
+  PetscReal margin  = 0.9; // the inner solve aims at margin * epsilon: the gap the relaxation opens stays inside
   PetscBool monitor = PETSC_FALSE;
   // the solve in progress
-  Mat A             = nullptr;
-  PetscInt segments = 0;
-  PetscReal epsilon = 0; // the residual norm asked for: max(rtol |r0|, abstol)
-  PetscInt level    = 0;
-  PetscInt restart  = 0; // the inner method's restart length (GMRES family), 0: none
+  Mat A                  = nullptr;
+  PetscInt segments      = 0;
+  PetscReal epsilon      = 0; // the residual norm asked for: max(rtol |r0|, abstol)
+  PetscInt level         = 0; // the level the products read now
+  PetscInt relaxed_level = 0; // the level the relaxation allows (falls with the residual)
+  PetscInt next_level    = 0;
+  PetscInt last_k        = 0; // the last iteration counted in level_its
+  PetscInt restart       = 0; // the inner method's restart length (GMRES family), 0: none
+  // the inner KSP's own convergence test, called by the wrapper's during a solve
+  PetscErrorCode (*user_test)(KSP, PetscInt, PetscReal, KSPConvergedReason *, void *) = nullptr;
+  void *user_ctx                                                                      = nullptr;
+  PetscErrorCode (*user_destroy)(void *)                                              = nullptr;
   // the last solve
   PetscInt level_its[kMaxSegments] = {};
   PetscInt restarts                = 0; // full-precision continuations after a failed true-residual check
@@ -42,15 +49,11 @@ MPRelax *data_of(KSP ksp)
   return static_cast<MPRelax *>(ksp->data);
 }
 
-// The inner KSP's monitor: after iteration k with residual norm rnorm, the level of the next products.
-PetscErrorCode relax_monitor(KSP inner, PetscInt k, PetscReal rnorm, void *ctx)
+// The level of the next product after the inner method's convergence test with residual norm rnorm. The test runs after
+// every iteration and, in a restarted method, again at the start of each cycle with the residual computed anew (the
+// same k twice): the first of the two is followed by that restart's product.
+void choose_level(MPRelax *d, PetscReal rnorm, bool restart_product_next)
 {
-  KSP outer  = static_cast<KSP>(ctx);
-  MPRelax *d = data_of(outer);
-
-  PetscFunctionBegin;
-  if (k == 0 && d->epsilon <= 0) d->epsilon = PetscMax(outer->rtol * rnorm, outer->abstol);
-  if (k > 0) d->level_its[d->level - 1]++; // iteration k - 1 was read at d->level
   PetscInt level = d->segments;
   if (rnorm > 0)
     for (PetscInt l = 1; l < d->segments; ++l)
@@ -58,22 +61,38 @@ PetscErrorCode relax_monitor(KSP inner, PetscInt k, PetscReal rnorm, void *ctx)
         level = l;
         break;
       }
-  // (a level only falls: an uptick of a residual recurrence does not make earlier products exact again)
-  level = PetscMin(level, d->level);
-  // A restarted method (GMRES) computes the residual anew at a restart: read at a reduced level, that residual is the
-  // truncated operator's, and the next cycle would converge to the truncated system's solution. The restart's
-  // product and the first of the new cycle read every segment.
-  if (d->restart > 0 && k > 0 && k % d->restart == 0) level = d->segments;
-  if (level != d->level) {
-    if (d->monitor)
-      PetscCall(PetscPrintf(PetscObjectComm((PetscObject)outer),
-                            "  mprelax iteration %" PetscInt_FMT ": residual %.3e, read level %" PetscInt_FMT
-                            " -> %" PetscInt_FMT " of %" PetscInt_FMT "\n",
-                            k, (double)rnorm, d->level, level, d->segments));
-    d->level = level;
-    PetscCall(MatAIJMPSetReadLevel(d->A, level));
+  // (the relaxed level only falls: an uptick of a residual recurrence does not make earlier products exact again)
+  d->relaxed_level = PetscMin(level, d->relaxed_level);
+  // A restart computes the residual anew: read at a reduced level, it would be the truncated operator's, and the
+  // next cycle would converge to the truncated system's solution. That product reads every segment.
+  d->next_level = restart_product_next ? d->segments : d->relaxed_level;
+}
+
+// The inner KSP's convergence test: the caller's test decides, then the level of the next product is set.
+PetscErrorCode relax_converged(KSP inner, PetscInt k, PetscReal rnorm, KSPConvergedReason *reason, void *ctx)
+{
+  KSP outer  = static_cast<KSP>(ctx);
+  MPRelax *d = data_of(outer);
+
+  PetscFunctionBegin;
+  const bool new_iteration = k > d->last_k;
+  if (new_iteration) { // iterations last_k + 1 .. k read at the level set for them
+    d->level_its[d->level - 1] += k - d->last_k;
+    d->last_k = k;
   }
-  (void)inner;
+  PetscCall((*d->user_test)(inner, k, rnorm, reason, d->user_ctx));
+  if (*reason) PetscFunctionReturn(0); // no more products in this solve
+  const PetscInt relaxed_before = d->relaxed_level;
+  choose_level(d, rnorm, d->restart > 0 && k > 0 && k % d->restart == 0 && new_iteration);
+  if (d->monitor && d->relaxed_level != relaxed_before)
+    PetscCall(PetscPrintf(PetscObjectComm((PetscObject)outer),
+                          "  mprelax iteration %" PetscInt_FMT ": residual %.3e, read level %" PetscInt_FMT
+                          " -> %" PetscInt_FMT " of %" PetscInt_FMT "\n",
+                          k, (double)rnorm, relaxed_before, d->relaxed_level, d->segments));
+  if (d->next_level != d->level) {
+    d->level = d->next_level;
+    PetscCall(MatAIJMPSetReadLevel(d->A, d->level));
+  }
   PetscFunctionReturn(0);
 }
 
@@ -146,8 +165,11 @@ PetscErrorCode KSPSolve_MPRelax(KSP ksp)
   PetscCall(VecDuplicate(b, &r));
   // the tolerance is relative to the true initial residual, read in full
   if (d->segments) PetscCall(MatAIJMPSetReadLevel(d->A, d->segments));
-  if (ksp->guess_zero) PetscCall(VecSet(x, 0.0));
-  PetscCall(true_residual_norm(d->A, x, b, r, &r0norm));
+  if (ksp->guess_zero) { // r0 = b: no product
+    PetscCall(VecSet(x, 0.0));
+    PetscCall(VecNorm(b, NORM_2, &r0norm));
+  } else
+    PetscCall(true_residual_norm(d->A, x, b, r, &r0norm));
   d->epsilon = PetscMax(ksp->rtol * r0norm, ksp->abstol);
   d->level   = d->segments;
   PetscCall(KSPSetTolerances(inner, 0.0, d->margin * d->epsilon, ksp->divtol, ksp->max_it));
@@ -157,13 +179,18 @@ PetscErrorCode KSPSolve_MPRelax(KSP ksp)
     d->restart = 0;
     if (get_restart) PetscCall((*get_restart)(inner, &d->restart));
   }
-  PetscCall(KSPSetInitialGuessNonzero(inner, PETSC_TRUE));
-  if (d->segments) PetscCall(KSPMonitorSet(inner, relax_monitor, ksp, nullptr));
+  PetscCall(KSPSetInitialGuessNonzero(inner, ksp->guess_zero ? PETSC_FALSE : PETSC_TRUE)); // (x = 0: no product)
+  if (d->segments) { // the level is chosen in the inner convergence test (it also runs before a restart's product)
+    d->relaxed_level = d->segments;
+    d->last_k        = 0;
+    PetscCall(KSPGetAndClearConvergenceTest(inner, &d->user_test, &d->user_ctx, &d->user_destroy));
+    PetscCall(KSPSetConvergenceTest(inner, relax_converged, ksp, nullptr));
+  }
   PetscCall(KSPSolve(inner, b, x));
   PetscCall(KSPGetIterationNumber(inner, &its));
   if (d->segments) {
-    d->level_its[d->level - 1] += its - (d->level_its[0] + d->level_its[1] + d->level_its[2] + d->level_its[3]);
-    PetscCall(KSPMonitorCancel(inner));
+    PetscCall(KSPSetConvergenceTest(inner, d->user_test, d->user_ctx, d->user_destroy));
+    d->level_its[d->level - 1] += its - d->last_k; // (iterations after the last test, if any)
     PetscCall(MatAIJMPSetReadLevel(d->A, d->segments));
   }
   ksp->its = its;
@@ -176,6 +203,7 @@ PetscErrorCode KSPSolve_MPRelax(KSP ksp)
                             "  mprelax: true residual %.3e misses %.3e: solving on reading every segment\n",
                             (double)rnorm, (double)d->epsilon));
     PetscCall(KSPSetTolerances(inner, 0.0, d->epsilon, ksp->divtol, ksp->max_it - ksp->its));
+    PetscCall(KSPSetInitialGuessNonzero(inner, PETSC_TRUE));
     PetscCall(KSPSolve(inner, b, x));
     PetscCall(KSPGetIterationNumber(inner, &its));
     d->level_its[d->segments - 1] += its;
@@ -280,7 +308,7 @@ PetscErrorCode KSPDestroy_MPRelax(KSP ksp)
    Options Database Keys:
 +  -mprelax_ksp_type <gmres> - the Krylov method (any KSP)
 .  -ksp_mprelax_eta <0.03> - products at iteration k read the fewest segments whose bound u_L <= eta * epsilon / |r_k|
-.  -ksp_mprelax_margin <0.5> - the inner solve aims at margin * epsilon (the relaxation's residual gap stays inside)
+.  -ksp_mprelax_margin <0.9> - the inner solve aims at margin * epsilon (the relaxation's residual gap stays inside)
 -  -ksp_mprelax_monitor - print each change of read level
 
    Notes:
