@@ -1977,3 +1977,39 @@ TYPED_TEST(BuilderTest, SplitSegmentsReassembleBitwise)
       expect_same_copy(A1, A3);
     }
 }
+
+// Planes of 32 MiB and more are written with non-temporal stores, 16 bytes at
+// a time from a 16-byte boundary, the entries before it and after the last
+// whole store one by one: a block of 4.5M entries in rows of 1-119 entries
+// (runs start anywhere), split2 and split4, a build and a value-only refill,
+// every plane's bits those of the fp64 values (1 and 3 threads).
+TYPED_TEST(BuilderTest, SplitPlanesStreamedBeyondTheCaches)
+{
+  std::mt19937_64 rng(77);
+  TestCsr<TypeParam> big;
+  while (big.vals.size() < 4500000) {
+    std::vector<double> r(1 + rng() % 119);
+    for (double &v : r)
+      v = std::ldexp(static_cast<double>(rng() >> 11) * 0x1p-53 + 0.5, static_cast<int>(rng() % 200) - 100);
+    big.add_row(r);
+  }
+  for (StorageMode mode : {StorageMode::split2, StorageMode::split4})
+    for (Layout layout : {Layout::csr, Layout::automatic})
+      for (int threads : {1, 3}) {
+        SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout) + ", threads " +
+                     std::to_string(threads));
+        StorageOptions opts = with_mode(mode, layout);
+        opts.threads        = threads;
+        CompactCsr A        = build_compact_csr(big.view(), opts);
+        std::int64_t widest = 0;
+        for (const RowBlock &b : A.blocks)
+          widest = std::max(widest, b.plane_stride);
+        ASSERT_GE(widest * 8, std::int64_t(32) << 20) << "a block's planes reach the streaming size";
+        expect_segments(A, big, storage_mode_segments(mode));
+        TestCsr<TypeParam> big2 = big;
+        for (double &v : big2.vals)
+          v = -1.0 / v;
+        ASSERT_TRUE(refill_compact_values(big2.view(), opts, A));
+        expect_segments(A, big2, storage_mode_segments(mode));
+      }
+}
