@@ -1120,9 +1120,19 @@ inline void transpose4x4(__m256d r[4])
 // then writes the rows one by one). Values are not tested here (span_passes).
 template <typename S>
 bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], const double *end,
-                  std::int64_t width, S *out, UnitWrite &u, bool /*prefetch_next: measured with AVX-512 only*/)
+                  std::int64_t width, S *out, UnitWrite &u, bool prefetch_next)
 {
+  // As in the AVX-512 encode_slice, but for split storage's fp64 scratch only
+  // (x86-64-v3 build on Zen 4, core alone: split refills 0.20-0.21 -> 0.14-0.16 s;
+  // fp16/bf16 gained nothing here)
+  bool consecutive = prefetch_next && std::is_same_v<S, double>;
+  for (int i = 0; consecutive && i + 1 < kSliceRows; ++i)
+    consecutive = v[i + 1] == v[i] + len[i];
+  const char *ahead = reinterpret_cast<const char *>(v[kSliceRows - 1] + len[kSliceRows - 1]);
   for (std::int64_t e = 0; e < width; e += 4) {
+    if (consecutive)
+      for (int l = 0; l < kSliceRows; l += 2)
+        _mm_prefetch(ahead + (e * kSliceRows + 4 * l) * sizeof(double), _MM_HINT_T0);
     __m256d r[2][4];
     bool nonfinite = false;
     for (int i = 0; i < kSliceRows; ++i) {
