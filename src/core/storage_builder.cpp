@@ -943,6 +943,28 @@ bool span_passes(const double *v, std::int64_t n, FusedCheck check, const ValueR
 }
 #endif
 
+#if defined(PETSCMP_HAVE_AVX512_DECODE) || defined(PETSCMP_HAVE_AVX2_DECODE)
+// Where a slice's rows are consecutive in memory (the next slice's rows then
+// usually follow) and a prefetch is wanted: the address after its values, from
+// which the next slice's values are prefetched at the rate this one's are
+// read; else null.
+inline const char *next_slice_values(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], bool wanted)
+{
+  for (int i = 0; wanted && i + 1 < kSliceRows; ++i)
+    wanted = v[i + 1] == v[i] + len[i];
+  return wanted ? reinterpret_cast<const char *>(v[kSliceRows - 1] + len[kSliceRows - 1]) : nullptr;
+}
+
+// The lines after `ahead` as far as entries [e, e + entries) of a slice's 8
+// rows reach (the next slice's share of what this step reads).
+inline void prefetch_slice_entries(const char *ahead, std::int64_t e, std::int64_t entries)
+{
+  if (!ahead) return;
+  for (std::int64_t at = e * kSliceRows; at < (e + entries) * kSliceRows; at += 64 / sizeof(double))
+    _mm_prefetch(ahead + at * sizeof(double), _MM_HINT_T0);
+}
+#endif
+
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
 // r[i] = entries e..e+7 of row i  ->  r[j] = entry e+j of rows 0..7.
 // (zero-masked forms: GCC 12 warns about the undefined source of the plain ones)
@@ -978,19 +1000,12 @@ template <typename S>
 bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSliceRows], const double *end,
                   std::int64_t width, S *out, UnitWrite &u, bool prefetch_next)
 {
-  UnitWrite seen = u; // reported only when every value was finite
-  // The next slice's values, where this slice's rows are consecutive in memory
-  // (its rows then usually follow), are prefetched at the rate these are read.
-  bool consecutive = prefetch_next;
-  for (int i = 0; consecutive && i + 1 < kSliceRows; ++i)
-    consecutive = v[i + 1] == v[i] + len[i];
-  const char *ahead = reinterpret_cast<const char *>(v[kSliceRows - 1] + len[kSliceRows - 1]);
+  UnitWrite seen    = u; // reported only when every value was finite
+  const char *ahead = next_slice_values(v, len, prefetch_next);
   {
     Encoder8<S> encode(seen);
     for (std::int64_t e = 0; e < width; e += 8) {
-      if (consecutive)
-        for (int l = 0; l < kSliceRows; ++l)
-          _mm_prefetch(ahead + (e * kSliceRows + 8 * l) * sizeof(double), _MM_HINT_T0);
+      prefetch_slice_entries(ahead, e, 8);
       __m512d r[8];
       __mmask8 nonfinite = 0;
       for (int i = 0; i < kSliceRows; ++i) {
@@ -1125,14 +1140,9 @@ bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSli
   // As in the AVX-512 encode_slice, but for split storage's fp64 scratch only
   // (x86-64-v3 build on Zen 4, core alone: split refills 0.20-0.21 -> 0.14-0.16 s;
   // fp16/bf16 gained nothing here)
-  bool consecutive = prefetch_next && std::is_same_v<S, double>;
-  for (int i = 0; consecutive && i + 1 < kSliceRows; ++i)
-    consecutive = v[i + 1] == v[i] + len[i];
-  const char *ahead = reinterpret_cast<const char *>(v[kSliceRows - 1] + len[kSliceRows - 1]);
+  const char *ahead = next_slice_values(v, len, prefetch_next && std::is_same_v<S, double>);
   for (std::int64_t e = 0; e < width; e += 4) {
-    if (consecutive)
-      for (int l = 0; l < kSliceRows; l += 2)
-        _mm_prefetch(ahead + (e * kSliceRows + 4 * l) * sizeof(double), _MM_HINT_T0);
+    prefetch_slice_entries(ahead, e, 4);
     __m256d r[2][4];
     bool nonfinite = false;
     for (int i = 0; i < kSliceRows; ++i) {
