@@ -4,9 +4,13 @@
 // and against a device-to-device copy measured in the same run. Matrices: the
 // 27-point operator on an n^3 grid and a FEM-like block matrix (3 dofs per node,
 // 27-node stencil, dense 3x3 blocks), values drawn so that they need fp64.
+// Split storage (split2, split4) is also read at each lower level (heads
+// only, ...). Then apbjacobi's apply (adaptive formats) against the same
+// kernel over fp64 blocks, on block-diagonal matrices of 3x3, 8x8 and 32x32
+// blocks whose fp64 inverses fill about 1 GB.
 // Runs alternate the variants rep by rep and report medians. Each petscmp
 // product is also checked bitwise against the CPU reference backend.
-//   bench_gpu [-n27 N] [-fem N] [-reps R] [-modes lossless,fp32,fp16,bf16,...]
+//   bench_gpu [-n27 N] [-fem N] [-reps R] [-modes lossless,fp32,fp16,bf16,...] [-bj_gb G] [-bj_sizes 3,8,32]
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -20,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "block_jacobi_apply.hpp"
 #include "device.hpp"
+#include "petscmp/core/block_jacobi.hpp"
 #include "petscmp/core/compact_csr.hpp"
 #include "petscmp/core/sell_copy.hpp"
 #include "spmv.hpp"
@@ -262,6 +268,28 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
     variants.push_back({std::string("petscmp ") + storage_mode_name(mode), S.bytes() + 2 * n * 8.0, {}, [d, dx, dy] {
                           gpu::spmv(*d, 0, dx, nullptr, dy);
                         }});
+    // split storage: each lower read level (1 = heads), bitwise the reference at that level
+    const int segments = S.parts.empty() ? 0 : S.parts[0].segments;
+    double value_bytes = 0;
+    for (const SellPart &p : S.parts)
+      value_bytes += static_cast<double>(p.values.size());
+    for (int read = 1; read < segments; ++read) {
+      A.read_segments = read;
+      reference::spmv(A, CsrPattern<std::int32_t>{a.rowptr.data(), a.cols.data()}, x.data(), nullptr, ref.data());
+      A.read_segments = 0;
+      gpu::spmv(*d, read, dx, nullptr, dy);
+      gpu::synchronize();
+      CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
+      const bool same = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
+      std::printf("petscmp %-9s read %d of %d segments: %s the CPU reference\n", storage_mode_name(mode), read,
+                  segments, same ? "bitwise equal to" : "DIFFERS FROM");
+      if (!same) std::exit(1);
+      const double bytes = S.bytes() - value_bytes * (segments - read) / segments + 2 * n * 8.0;
+      variants.push_back({std::string("petscmp ") + storage_mode_name(mode) + " read " + std::to_string(read),
+                          bytes,
+                          {},
+                          [d, dx, dy, read] { gpu::spmv(*d, read, dx, nullptr, dy); }});
+    }
   }
   for (Variant &v : variants) // warm-up
     v.run();
@@ -283,12 +311,104 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
     cudaFree(p);
 }
 
+// A block-diagonal matrix of bs x bs blocks with values that need fp64, each
+// block diagonally dominant (so apbjacobi's selection finds narrow formats
+// for most blocks, as on a well-conditioned FEM operator).
+Csr block_diagonal(int bs, std::int64_t nrows)
+{
+  Csr a;
+  a.name  = "block diagonal " + std::to_string(bs) + "x" + std::to_string(bs);
+  a.nrows = static_cast<std::int32_t>(nrows);
+  std::mt19937_64 rng(5);
+  a.cols.reserve(static_cast<std::size_t>(nrows) * bs);
+  a.vals.reserve(static_cast<std::size_t>(nrows) * bs);
+  for (std::int64_t r = 0; r < nrows; ++r) {
+    const std::int64_t base = r / bs * bs;
+    for (int c = 0; c < bs; ++c) {
+      a.cols.push_back(static_cast<std::int32_t>(base + c));
+      a.vals.push_back(base + c == r ? 2.0 * bs + need_fp64(rng) : need_fp64(rng) * 0.5);
+    }
+    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+  }
+  return a;
+}
+
+// apbjacobi's apply (adaptive formats, the default selection) against the
+// same kernel over blocks all stored in fp64: both bitwise the reference.
+void bench_block_jacobi(int bs, double gb, int reps, double copy_gbs)
+{
+  const std::int64_t nblocks = static_cast<std::int64_t>(gb * 1e9 / (8.0 * bs * bs));
+  const std::int64_t nrows   = nblocks * bs;
+  const Csr a                = block_diagonal(bs, nrows);
+  CsrView<std::int32_t> view;
+  view.nrows               = a.nrows;
+  view.ncols               = a.nrows;
+  view.rowptr              = a.rowptr.data();
+  view.cols                = a.cols.data();
+  view.values              = a.vals.data();
+  const BlockPartition p   = uniform_partition(nrows, bs);
+  const InvertedBlocks inv = invert_diagonal_blocks(view, p);
+  FormatSelection adaptive, fp64;
+  fp64.policy = FormatPolicy::forced;
+  fp64.forced = Format::fp64;
+  SelectionStats stats;
+  const std::vector<Format> chosen = select_block_formats(inv, adaptive, &stats);
+  std::vector<std::unique_ptr<BlockJacobiStorage>> storages;
+  storages.push_back(std::make_unique<BlockJacobiStorage>(pack_block_jacobi(inv, select_block_formats(inv, fp64))));
+  storages.push_back(std::make_unique<BlockJacobiStorage>(pack_block_jacobi(inv, chosen)));
+  std::printf("\n## apbjacobi apply, %s blocks: %lld rows, %lld blocks, fp64 inverses %.2f GB; adaptive formats:",
+              a.name.c_str(), static_cast<long long>(nrows), static_cast<long long>(nblocks),
+              storages[0]->value_bytes() / 1e9);
+  for (int f = 0; f < kFormatCount; ++f)
+    if (stats.blocks_per_format[f])
+      std::printf(" %s %.1f%%", format_name(static_cast<Format>(f)), 100.0 * stats.blocks_per_format[f] / nblocks);
+  std::printf("\n");
+  std::vector<double> x(static_cast<std::size_t>(nrows)), y(x.size()), ref(x.size());
+  std::mt19937_64 rng(6);
+  for (double &v : x)
+    v = need_fp64(rng);
+  gpu::DeviceVector dx(x.size()), dy(x.size());
+  dx.upload(x.data());
+  std::vector<std::unique_ptr<gpu::DeviceBlockJacobi>> devices;
+  std::vector<Variant> variants;
+  const char *names[] = {"fp64 block-Jacobi", "apbjacobi (adaptive)"};
+  for (std::size_t k = 0; k < storages.size(); ++k) {
+    devices.push_back(std::make_unique<gpu::DeviceBlockJacobi>(*storages[k]));
+    gpu::DeviceBlockJacobi *d = devices.back().get();
+    reference::block_jacobi_apply(*storages[k], x.data(), ref.data(), false);
+    gpu::block_jacobi_apply(*d, dx.data(), dy.data(), false);
+    gpu::synchronize();
+    dy.download(y.data());
+    const bool same = std::memcmp(y.data(), ref.data(), x.size() * sizeof(double)) == 0;
+    std::printf("%-22s: %.2f GB of inverses, %s the CPU reference\n", names[k], storages[k]->value_bytes() / 1e9,
+                same ? "bitwise equal to" : "DIFFERS FROM");
+    if (!same) std::exit(1);
+    // values, x and y, and the row's group number the kernel reads
+    const double bytes = storages[k]->value_bytes() + nrows * (8.0 + 8.0 + 4.0);
+    double *px = dx.data(), *py = dy.data();
+    variants.push_back({names[k], bytes, {}, [d, px, py] { gpu::block_jacobi_apply(*d, px, py, false); }});
+  }
+  for (Variant &v : variants)
+    v.run();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  for (int r = 0; r < reps; ++r)
+    for (Variant &v : variants)
+      v.ms.push_back(time_ms(v.run));
+  const double base = median(variants[0].ms);
+  std::printf("%-26s %9s %9s %8s %9s\n", "variant", "ms", "GB/s", "of copy", "vs fp64");
+  for (Variant &v : variants) {
+    const double ms = median(v.ms), gbs = v.bytes / (ms * 1e6);
+    std::printf("%-26s %9.3f %9.1f %7.0f%% %8.2fx\n", v.name.c_str(), ms, gbs, 100 * gbs / copy_gbs, base / ms);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
   int n27 = 160, fem = 74, reps = 20;
-  std::string modes_arg = "lossless,fp32,fp16,bf16";
+  double bj_gb          = 1.0;
+  std::string modes_arg = "lossless,fp32,fp16,bf16,split2,split4", bj_sizes = "3,8,32";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i];
     if (opt == "-n27")
@@ -299,6 +419,10 @@ int main(int argc, char **argv)
       reps = std::atoi(argv[i + 1]);
     else if (opt == "-modes")
       modes_arg = argv[i + 1];
+    else if (opt == "-bj_gb")
+      bj_gb = std::atof(argv[i + 1]);
+    else if (opt == "-bj_sizes")
+      bj_sizes = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown option %s\n", opt.c_str());
       return 2;
@@ -327,5 +451,16 @@ int main(int argc, char **argv)
               prop.name, prop.totalGlobalMem / 1e9, copy_gbs, reps);
   if (n27 > 0) bench_matrix(stencil27(n27), modes, reps, copy_gbs);
   if (fem > 0) bench_matrix(fem_blocks(fem), modes, reps, copy_gbs);
+  if (bj_gb > 0)
+    for (std::size_t at = 0; at < bj_sizes.size();) {
+      const std::size_t end = std::min(bj_sizes.find(',', at), bj_sizes.size());
+      const int bs          = std::atoi(bj_sizes.substr(at, end - at).c_str());
+      if (bs < 1 || bs > 32) {
+        std::fprintf(stderr, "block size %d: apbjacobi's blocks are 1 to 32 rows\n", bs);
+        return 2;
+      }
+      bench_block_jacobi(bs, bj_gb, reps, copy_gbs);
+      at = end + 1;
+    }
   return 0;
 }

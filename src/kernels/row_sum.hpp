@@ -40,4 +40,57 @@ PETSCMP_HOST_DEVICE inline double row_dot(double sum, reduced_range<Storage> val
   return sum;
 }
 
+// row_dot for one GPU thread: the values and x entries of a batch of entries
+// are loaded before any of them is summed, so a thread has that many loads in
+// flight instead of waiting one memory latency (a column, then x) per entry;
+// on an H200 the one-entry-at-a-time loop ran the narrow formats below 40% of
+// the copy bandwidth. Batches of 16 entries for 16-bit values (bf16 SpMV 1.15x
+// faster than with 8), then of 8, then the rest one entry at a time: a masked
+// last batch was measured 1.7x slower (its predicated loads doubled the
+// registers). The sums are row_dot's, in the same order (batches are even, so
+// the paired order's pairs stay whole).
+inline constexpr int kRowBatch = 8;
+// Sums the full batches of Batch entries from entry k on; returns where they end.
+template <int Batch, SumOrder Order, typename Storage, typename Columns>
+PETSCMP_HOST_DEVICE inline std::int64_t sum_full_batches(double &sum, reduced_range<Storage> vals, Columns cols,
+                                                         std::int64_t k, std::int64_t n, const double *x,
+                                                         std::int64_t stride)
+{
+  for (; k + Batch <= n; k += Batch) {
+    double v[Batch], xv[Batch];
+    PETSCMP_DEVICE_UNROLL
+    for (int j = 0; j < Batch; ++j) {
+      v[j]  = vals[(k + j) * stride];
+      xv[j] = x[cols[(k + j) * stride]];
+    }
+    PETSCMP_DEVICE_UNROLL
+    for (int j = 0; j < Batch; j += 2) {
+      if constexpr (Order == SumOrder::sequential) {
+        sum += v[j] * xv[j];
+        sum += v[j + 1] * xv[j + 1];
+      } else {
+        sum += v[j] * xv[j] + v[j + 1] * xv[j + 1];
+      }
+    }
+  }
+  return k;
+}
+template <SumOrder Order, typename Storage, typename Columns>
+PETSCMP_HOST_DEVICE inline double row_dot_batched(double sum, reduced_range<Storage> vals, Columns cols, std::int64_t n,
+                                                  const double *x, std::int64_t stride)
+{
+  std::int64_t k = 0;
+  if constexpr (sizeof(Storage) <= 2) k = sum_full_batches<2 * kRowBatch, Order>(sum, vals, cols, k, n, x, stride);
+  k = sum_full_batches<kRowBatch, Order>(sum, vals, cols, k, n, x, stride);
+  if constexpr (Order == SumOrder::sequential) {
+    for (; k < n; ++k)
+      sum += vals[k * stride] * x[cols[k * stride]];
+  } else {
+    for (; k + 1 < n; k += 2)
+      sum += vals[k * stride] * x[cols[k * stride]] + vals[(k + 1) * stride] * x[cols[(k + 1) * stride]];
+    if (k < n) sum += vals[k * stride] * x[cols[k * stride]];
+  }
+  return sum;
+}
+
 } // namespace petscmp

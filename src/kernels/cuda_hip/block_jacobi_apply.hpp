@@ -12,6 +12,7 @@
 #include "petscmp/core/accessor.hpp"
 #include "petscmp/core/block_jacobi.hpp"
 #include "petscmp/core/host_device.hpp"
+#include "row_sum.hpp"
 
 namespace petscmp {
 
@@ -58,43 +59,67 @@ PETSCMP_HOST_DEVICE inline double block_jacobi_row(const BlockGroupView &g, cons
                                                    std::int64_t row, const double *x, bool transpose)
 {
   const std::int64_t n = g.block_size, nb = g.nblocks, local = row - g.row_begin;
-  const std::int64_t i = local / n, out = local % n, base = g.row_begin + i * n;
+  std::int64_t i, out;
+  if (local <= 0xffffffff) { // 32-bit division where it fits (64-bit is a long sequence on GPUs)
+    const std::uint32_t l = static_cast<std::uint32_t>(local), q = l / static_cast<std::uint32_t>(n);
+    i   = q;
+    out = l - q * static_cast<std::uint32_t>(n);
+  } else {
+    i   = local / n;
+    out = local % n;
+  }
+  const std::int64_t base = g.row_begin + i * n;
   const auto E = make_range(reinterpret_cast<const S *>(values + g.byte_offset), static_cast<std::size_t>(nb * n * n));
-  double sum   = 0.0;
-  for (std::int64_t k = 0; k < n; ++k) // entry (r, c) of block i is E[(c nb + i) n + r]
-    sum += (transpose ? E[static_cast<std::size_t>((out * nb + i) * n + k)]
-                      : E[static_cast<std::size_t>((k * nb + i) * n + out)]) *
-           x[base + k];
+  // entry (r, c) of block i is E[(c nb + i) n + r]: entry k of this row's sum
+  // at first + k step (the row of the block, or its column for the transpose)
+  const std::int64_t first = transpose ? (out * nb + i) * n : i * n + out, step = transpose ? 1 : nb * n;
+  const double *xb = x + base;
+  double sum       = 0.0;
+  std::int64_t k   = 0;
+  // loads first, then the sums in order (row_sum.hpp); twice the batch for
+  // 16-bit values, whose loads bring a quarter of fp64's bytes each
+  constexpr int batch = sizeof(S) <= 2 ? 2 * kRowBatch : kRowBatch;
+  for (; k + batch <= n; k += batch) {
+    double e[batch], xv[batch];
+    PETSCMP_DEVICE_UNROLL
+    for (int j = 0; j < batch; ++j) {
+      e[j]  = E[static_cast<std::size_t>(first + (k + j) * step)];
+      xv[j] = xb[k + j];
+    }
+    PETSCMP_DEVICE_UNROLL
+    for (int j = 0; j < batch; ++j)
+      sum += e[j] * xv[j];
+  }
+  for (; k < n; ++k)
+    sum += E[static_cast<std::size_t>(first + k * step)] * xb[k];
   return sum;
 }
 
-PETSCMP_HOST_DEVICE inline void block_jacobi_thread(const BlockJacobiView &M, std::int64_t row, const double *x,
-                                                    double *y, bool transpose)
+// Row `row` of the apply where its block is stored in `format` (read as S);
+// other rows are left to the launch of their own format. One launch per format
+// present (block_formats_present): a kernel that switched on the format of
+// every row held the registers of all six formats' loops (80 on an H200, a
+// third of the threads resident), and the fp16 apply ran at half fp64's speed.
+template <typename S>
+PETSCMP_HOST_DEVICE inline void block_jacobi_thread(const BlockJacobiView &M, Format format, std::int64_t row,
+                                                    const double *x, double *y, bool transpose)
 {
   if (row >= M.nrows) return;
   const BlockGroupView &g = M.groups[M.row_group[row]];
-  double v;
-  switch (g.format) { // one format per group: threads of a warp diverge only where groups meet
-  case Format::fp32:
-    v = block_jacobi_row<float>(g, M.values, row, x, transpose);
-    break;
-  case Format::fp16:
-    v = block_jacobi_row<fp16_t>(g, M.values, row, x, transpose);
-    break;
-  case Format::bf16:
-    v = block_jacobi_row<bf16_t>(g, M.values, row, x, transpose);
-    break;
-  case Format::fp11_20:
-    v = block_jacobi_row<fp11_20_t>(g, M.values, row, x, transpose);
-    break;
-  case Format::fp11_4:
-    v = block_jacobi_row<fp11_4_t>(g, M.values, row, x, transpose);
-    break;
-  default:
-    v = block_jacobi_row<double>(g, M.values, row, x, transpose);
-    break;
-  }
-  y[row] = v;
+  if (g.format != format) return;
+  y[row] = block_jacobi_row<S>(g, M.values, row, x, transpose);
+}
+
+// The formats the storage's groups use, each once.
+inline std::vector<Format> block_formats_present(const BlockJacobiStorage &M)
+{
+  bool seen[kFormatCount] = {};
+  for (const BlockGroup &g : M.groups)
+    seen[static_cast<int>(g.format)] = true;
+  std::vector<Format> formats;
+  for (int f = 0; f < kFormatCount; ++f)
+    if (seen[f]) formats.push_back(static_cast<Format>(f));
+  return formats;
 }
 
 } // namespace petscmp

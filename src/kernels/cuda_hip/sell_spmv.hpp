@@ -63,15 +63,18 @@ PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int
   if (lane >= p.lanes) return;
   const std::int32_t row = p.rows[lane];
   if (row < 0) return; // a padding lane past the part's last row
-  const std::int64_t C     = p.slice_rows;
-  const std::int64_t first = p.slice_offsets[lane / C] + lane % C;
+  // 32-bit division (a 64-bit one is a long instruction sequence on GPUs): a
+  // part has fewer than 2^31 rows, so its lanes fit
+  const std::uint32_t C    = static_cast<std::uint32_t>(p.slice_rows);
+  const std::uint32_t q    = static_cast<std::uint32_t>(lane) / C;
+  const std::int64_t first = p.slice_offsets[q] + (static_cast<std::uint32_t>(lane) - q * C);
   const std::int64_t n     = p.lengths[lane];
   const auto vals          = make_range(part_values<S>(p, first), static_cast<std::size_t>(n * C));
   const double init        = z ? z[row] : 0.0;
   if constexpr (Narrow)
-    y[row] = row_dot<Order>(init, vals, OffsetColumns{p.narrow_cols + first, p.slice_base[lane / C]}, n, x, C);
+    y[row] = row_dot_batched<Order>(init, vals, OffsetColumns{p.narrow_cols + first, p.slice_base[q]}, n, x, C);
   else
-    y[row] = row_dot<Order>(init, vals, p.cols + first, n, x, C);
+    y[row] = row_dot_batched<Order>(init, vals, p.cols + first, n, x, C);
 }
 
 } // namespace petscmp

@@ -56,7 +56,11 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
   const std::vector<BlockGroupView> groups  = block_group_views(M);
   const std::vector<std::int32_t> row_group = block_row_groups(M);
   const BlockJacobiView v{M.nrows, row_group.data(), groups.data(), M.values.as<unsigned char>()};
-  launch(M.nrows, [&](std::int64_t row) { block_jacobi_thread(v, row, x, y, transpose); });
+  for (Format format : block_formats_present(M))
+    dispatch_format(format, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      launch(M.nrows, [&](std::int64_t row) { block_jacobi_thread<S>(v, format, row, x, y, transpose); });
+    });
 }
 
 } // namespace emulated

@@ -15,3 +15,11 @@
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define PETSCMP_DEVICE_PASS 1
 #endif
+
+// Full unrolling of a short constant-count loop in device code (the CPU
+// compilers are left to their own choice, and GCC would warn about the pragma).
+#if defined(PETSCMP_DEVICE_PASS)
+#define PETSCMP_DEVICE_UNROLL _Pragma("unroll")
+#else
+#define PETSCMP_DEVICE_UNROLL
+#endif
