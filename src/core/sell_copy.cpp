@@ -196,8 +196,23 @@ SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *c
     groups[static_cast<std::size_t>(g)].sources.push_back(s);
     groups[static_cast<std::size_t>(g)].rows.push_back(i);
   }
-  for (Group &g : groups)
-    c.parts.push_back(make_part(std::move(g.sources), g.rows, rowptr, cols, slice_rows, g.format, g.segments));
+  for (Group &g : groups) {
+    // long rows to a part of their own (slices of one row, a warp each)
+    std::vector<RowSource> short_sources, long_sources;
+    std::vector<std::int64_t> short_rows, long_rows;
+    for (std::size_t i = 0; i < g.rows.size(); ++i) {
+      const bool is_long = g.sources[i].length > kWarpRowLength;
+      (is_long ? long_sources : short_sources).push_back(g.sources[i]);
+      (is_long ? long_rows : short_rows).push_back(g.rows[i]);
+    }
+    if (!short_rows.empty() || long_rows.empty())
+      c.parts.push_back(
+          make_part(std::move(short_sources), short_rows, rowptr, cols, slice_rows, g.format, g.segments));
+    if (!long_rows.empty()) {
+      c.parts.push_back(make_part(std::move(long_sources), long_rows, rowptr, cols, 1, g.format, g.segments));
+      c.parts.back().warp_rows = true;
+    }
+  }
   return c;
 }
 

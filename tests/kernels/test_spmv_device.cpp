@@ -156,6 +156,9 @@ void compare_with_reference(const Matrix<Index> &a, StorageMode mode, SumOrder o
 }
 
 const RowRecipe kRows{4096, 5, 11, 8, 997};
+// Rows of 5 to about 360 entries (of 400 columns): most longer than
+// kWarpRowLength, in A and in A^T (warp-per-row parts), the rest in slices.
+const RowRecipe kLongRows{64, 5, 900};
 
 template <typename Index> void run_mode(StorageMode mode, int slice_rows)
 {
@@ -181,6 +184,10 @@ template <typename Index> void run_mode(StorageMode mode, int slice_rows)
   // an MPI matrix's off-diagonal block: rectangular, mostly empty rows
   const Matrix<Index> b = random_matrix<Index>(Index(20000), Index(3000), Shape::mostly_empty, 64, kRows);
   compare_with_reference(b, mode, SumOrder::paired, Layout::csr, slice_rows);
+  // long rows: a warp per row, the products added in both orders
+  const Matrix<Index> l = random_matrix<Index>(Index(600), Index(400), Shape::runs, 65, kLongRows);
+  compare_with_reference(l, mode, SumOrder::paired, Layout::csr, slice_rows);
+  compare_with_reference(l, mode, SumOrder::sequential, Layout::sliced, slice_rows);
 }
 
 class SpmvDevice : public ::testing::TestWithParam<StorageMode> {};
@@ -358,6 +365,37 @@ TEST(SellCopy, NarrowColumnsWhereSlicesAllowThem)
                       p.narrow_cols[static_cast<std::size_t>(first + e * S.slice_rows)],
                   near.cols[static_cast<std::size_t>(near.rowptr[static_cast<std::size_t>(row)] + e)]);
     }
+}
+
+// Rows longer than kWarpRowLength go to warp-per-row parts (slices of one
+// row, no padding), every other row to slices of 32; in A and in A^T.
+TEST(SellCopy, LongRowsHaveWarpPerRowParts)
+{
+  const Matrix<std::int32_t> a = random_matrix<std::int32_t>(600, 400, Shape::runs, 65, kLongRows);
+  const CompactCsr A           = build_compact_csr(a.view(), StorageOptions{});
+  // the rows of S in warp-per-row parts and in slices, each checked
+  auto count = [](const SellCopy &S, std::int64_t &long_rows, std::int64_t &short_rows) {
+    long_rows = short_rows = 0;
+    for (const SellPart &p : S.parts)
+      for (std::size_t l = 0; l < p.rows.size(); ++l) {
+        if (p.rows[l] < 0) continue;
+        if (p.warp_rows) {
+          ++long_rows;
+          ASSERT_GT(p.lengths[l], kWarpRowLength);
+          ASSERT_EQ(p.slice_offsets[l + 1] - p.slice_offsets[l], p.lengths[l]) << "a long row is padded";
+        } else {
+          ++short_rows;
+          ASSERT_LE(p.lengths[l], kWarpRowLength);
+        }
+      }
+    EXPECT_EQ(long_rows + short_rows, S.nrows);
+  };
+  std::int64_t long_rows = 0, short_rows = 0;
+  count(make_sell_copy(A, a.rowptr.data(), a.cols.data()), long_rows, short_rows);
+  EXPECT_GT(long_rows, 100);
+  EXPECT_GT(short_rows, 100);
+  count(make_sell_transpose(A, a.rowptr.data(), a.cols.data()), long_rows, short_rows);
+  EXPECT_GT(long_rows, 100);
 }
 
 TEST(SellCopy, EntrySplitIsRefused)

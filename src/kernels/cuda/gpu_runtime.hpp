@@ -6,6 +6,10 @@
 
 #define PETSCMP_GPU_BACKEND_NAME "cuda"
 
+// Orders a warp's shared-memory writes before its lanes read them (the
+// warp-per-row kernel's two phases).
+#define PETSCMP_SYNC_WARP() __syncwarp()
+
 namespace petscmp {
 namespace gpu {
 namespace rt {

@@ -77,4 +77,49 @@ PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int
     y[row] = row_dot_batched<Order>(init, vals, p.cols + first, n, x, C);
 }
 
+// ---- warp-per-row parts (long rows, sell_copy.hpp) --------------------------
+// A warp of kWarpLanes threads per row, in two phases per chunk of kWarpLanes
+// entries, so the emulated backend can run them one after the other: every
+// lane multiplies one entry (warp_row_product), then one lane adds the chunk's
+// products to the row's sum in the row's order (add_products). Each product
+// is rounded alone in both orders, so the sum is bitwise row_dot's.
+inline constexpr int kWarpLanes = 32;
+
+// Row r of a warp-per-row part: its matrix row (-1: none), first entry and length.
+struct WarpRow {
+  std::int32_t row;
+  std::int64_t first, n;
+};
+PETSCMP_HOST_DEVICE inline WarpRow warp_row(const SellPartView &p, std::int64_t r)
+{
+  return {p.rows[r], p.slice_offsets[r], p.lengths[r]};
+}
+
+// Entry e's product (0 past the row's end, never added).
+template <typename S, bool Narrow>
+PETSCMP_HOST_DEVICE inline double warp_row_product(const SellPartView &p, std::int64_t r, const WarpRow &w,
+                                                   std::int64_t e, const double *x)
+{
+  if (e >= w.n) return 0.0;
+  const auto vals        = make_range(part_values<S>(p, w.first), static_cast<std::size_t>(w.n));
+  const std::int64_t col = Narrow ? std::int64_t{p.slice_base[r]} + p.narrow_cols[w.first + e] : p.cols[w.first + e];
+  return vals[static_cast<std::size_t>(e)] * x[col];
+}
+
+// sum + the first m products of a chunk, in the order of row_dot (Order).
+template <SumOrder Order>
+PETSCMP_HOST_DEVICE inline double add_products(double sum, const double *products, std::int64_t m)
+{
+  std::int64_t j = 0;
+  if constexpr (Order == SumOrder::sequential) {
+    for (; j < m; ++j)
+      sum += products[j];
+  } else { // chunks are even, so the pairs are row_dot's
+    for (; j + 1 < m; j += 2)
+      sum += products[j] + products[j + 1];
+    if (j < m) sum += products[j];
+  }
+  return sum;
+}
+
 } // namespace petscmp

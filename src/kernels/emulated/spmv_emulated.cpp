@@ -2,6 +2,8 @@
 // a host loop over the blocks and threads of the launch a GPU would get. It
 // lets a machine without a GPU (CI) test the device kernels' code bitwise
 // against the reference backend, under the sanitizers too.
+#include <algorithm>
+
 #include "../cuda_hip/block_jacobi_apply.hpp"
 #include "../cuda_hip/dispatch.hpp"
 #include "../device.hpp"
@@ -39,14 +41,37 @@ SellPartView view_of(const SellPart &p, int slice_rows)
 
 } // namespace
 
+// A warp-per-row part: each row's chunks, the lanes' products (phase 1) and
+// then their sum (phase 2), as a warp of the GPU backends runs them.
+template <typename S, SumOrder O, bool Narrow>
+void warp_rows(const SellPartView &v, const double *x, const double *z, double *y)
+{
+  for (std::int64_t r = 0; r < v.lanes; ++r) {
+    const WarpRow w = warp_row(v, r);
+    if (w.row < 0) continue;
+    double products[kWarpLanes];
+    double sum = z ? z[w.row] : 0.0;
+    for (std::int64_t c = 0; c < w.n; c += kWarpLanes) {
+      for (int lane = 0; lane < kWarpLanes; ++lane)
+        products[lane] = warp_row_product<S, Narrow>(v, r, w, c + lane, x);
+      sum = add_products<O>(sum, products, std::min<std::int64_t>(kWarpLanes, w.n - c));
+    }
+    y[w.row] = sum;
+  }
+}
+
 void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y)
 {
   for (const SellPart &part : A.parts) {
-    const SellPartView v = view_of(part, A.slice_rows);
+    const SellPartView v = view_of(part, A.rows_per_slice(part));
     dispatch_part(part.format, part.segments, read, A.order, part.narrow(), [&](auto tag, auto order, auto narrow) {
       using S              = typename decltype(tag)::type;
       constexpr SumOrder O = decltype(order)::value;
-      launch(v.lanes, [&](std::int64_t lane) { sell_spmv_thread<S, O, decltype(narrow)::value>(v, lane, x, z, y); });
+      constexpr bool N     = decltype(narrow)::value;
+      if (part.warp_rows)
+        warp_rows<S, O, N>(v, x, z, y);
+      else
+        launch(v.lanes, [&](std::int64_t lane) { sell_spmv_thread<S, O, N>(v, lane, x, z, y); });
     });
   }
 }

@@ -6,6 +6,16 @@
 
 #define PETSCMP_GPU_BACKEND_NAME "hip"
 
+// Orders a warp's shared-memory writes before its lanes read them (the
+// warp-per-row kernel's two phases). A warp of the kernels is half a
+// wavefront, whose lanes run in lockstep: a wavefront barrier and a fence of
+// the work-group's memory suffice (ROCm 5's hipcc has no __syncwarp).
+#define PETSCMP_SYNC_WARP()                                                                                            \
+  do {                                                                                                                 \
+    __builtin_amdgcn_wave_barrier();                                                                                   \
+    __threadfence_block();                                                                                             \
+  } while (0)
+
 namespace petscmp {
 namespace gpu {
 namespace rt {

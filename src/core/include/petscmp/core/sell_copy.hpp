@@ -11,6 +11,13 @@
 // Every row of the matrix is in exactly one part (rows of no CPU block as
 // empty lanes), so a product writes all of y.
 //
+// Long rows (more than kWarpRowLength stored entries) have parts of their own,
+// one per format, summed by a warp each (32 threads load and multiply, one
+// adds the products in the row's order): one thread walking thousands of
+// entries would hold up its slice, and a long row in a slice of short ones
+// would pad all 32 lanes to its length. Those parts are slices of one row
+// (C = 1: a row's entries one after the other).
+//
 // Host memory only: a backend uploads the arrays as they are (cuda_hip/).
 #pragma once
 
@@ -23,6 +30,8 @@ namespace petscmp {
 
 // Slice height of the GPU backends: one warp of NVIDIA hardware.
 inline constexpr int kGpuSliceRows = 32;
+// Rows with more stored entries than this are summed by a warp (see above).
+inline constexpr std::int64_t kWarpRowLength = 256;
 
 struct SellPart {
   Format format             = Format::fp64;
@@ -40,7 +49,8 @@ struct SellPart {
   std::vector<std::int32_t> cols;
   std::vector<std::uint16_t> narrow_cols;
   std::vector<std::int32_t> slice_base;
-  AlignedBytes values; // one value per stored entry in `format` (or the segment planes)
+  AlignedBytes values;    // one value per stored entry in `format` (or the segment planes)
+  bool warp_rows = false; // long rows, a warp each: slices of one row
   std::int64_t stored() const { return slice_offsets.empty() ? 0 : slice_offsets.back(); }
   bool narrow() const { return !slice_base.empty(); }
 };
@@ -51,6 +61,8 @@ struct SellCopy {
   int slice_rows = kGpuSliceRows;
   std::vector<SellPart> parts;
   std::int64_t nnz = 0;
+  // Rows per slice of part p: slice_rows, or 1 for warp-per-row parts.
+  int rows_per_slice(const SellPart &p) const { return p.warp_rows ? 1 : slice_rows; }
   // Bytes a product reads: values, columns, row numbers and lengths.
   std::int64_t bytes() const;
 };
