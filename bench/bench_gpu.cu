@@ -10,7 +10,9 @@
 // blocks whose fp64 inverses fill about 1 GB.
 // Runs alternate the variants rep by rep and report medians. Each petscmp
 // product is also checked bitwise against the CPU reference backend.
-//   bench_gpu [-n27 N] [-fem N] [-reps R] [-modes lossless,fp32,fp16,bf16,...] [-bj_gb G] [-bj_sizes 3,8,32]
+// A third matrix has long rows (1 in 32 of 1024 entries): warp-per-row parts.
+//   bench_gpu [-n27 N] [-fem N] [-long MILLIONS_OF_ROWS] [-reps R] [-modes lossless,fp32,...] [-bj_gb G]
+//             [-bj_sizes 3,8,32]
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -107,6 +109,29 @@ Csr fem_blocks(int n)
               }
           a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
         }
+  return a;
+}
+
+// Rows of 16 entries near the diagonal and, every 32nd row, 1024 entries spread
+// over the columns (a network or a constraint row): the long rows go to the
+// warp-per-row parts, the others to slices that no long row pads.
+Csr long_rows(int nrows)
+{
+  Csr a;
+  a.name  = "long rows " + std::to_string(nrows / 1000000) + "M (1 in 32 of 1024 entries)";
+  a.nrows = nrows;
+  std::mt19937_64 rng(4);
+  for (int r = 0; r < nrows; ++r) {
+    const bool long_row = r % 32 == 7;
+    const int n = long_row ? 1024 : 16, step = long_row ? std::max(1, nrows / 1024) : 1;
+    const int first =
+        long_row ? static_cast<int>(rng() % static_cast<unsigned>(step)) : std::max(0, std::min(r - 8, nrows - 16));
+    for (int e = 0; e < n; ++e) {
+      a.cols.push_back(first + e * step);
+      a.vals.push_back(need_fp64(rng));
+    }
+    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+  }
   return a;
 }
 
@@ -406,7 +431,7 @@ void bench_block_jacobi(int bs, double gb, int reps, double copy_gbs)
 
 int main(int argc, char **argv)
 {
-  int n27 = 160, fem = 74, reps = 20;
+  int n27 = 160, fem = 74, reps = 20, long_rows_millions = 2;
   double bj_gb          = 1.0;
   std::string modes_arg = "lossless,fp32,fp16,bf16,split2,split4", bj_sizes = "3,8,32";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -419,6 +444,8 @@ int main(int argc, char **argv)
       reps = std::atoi(argv[i + 1]);
     else if (opt == "-modes")
       modes_arg = argv[i + 1];
+    else if (opt == "-long")
+      long_rows_millions = std::atoi(argv[i + 1]);
     else if (opt == "-bj_gb")
       bj_gb = std::atof(argv[i + 1]);
     else if (opt == "-bj_sizes")
@@ -451,6 +478,7 @@ int main(int argc, char **argv)
               prop.name, prop.totalGlobalMem / 1e9, copy_gbs, reps);
   if (n27 > 0) bench_matrix(stencil27(n27), modes, reps, copy_gbs);
   if (fem > 0) bench_matrix(fem_blocks(fem), modes, reps, copy_gbs);
+  if (long_rows_millions > 0) bench_matrix(long_rows(long_rows_millions * 1000000), modes, reps, copy_gbs);
   if (bj_gb > 0)
     for (std::size_t at = 0; at < bj_sizes.size();) {
       const std::size_t end = std::min(bj_sizes.find(',', at), bj_sizes.size());
