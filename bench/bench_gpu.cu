@@ -336,35 +336,48 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
     cudaFree(p);
 }
 
-// A block-diagonal matrix of bs x bs blocks with values that need fp64, each
-// block diagonally dominant (so apbjacobi's selection finds narrow formats
-// for most blocks, as on a well-conditioned FEM operator).
-Csr block_diagonal(int bs, std::int64_t nrows)
+// A block-diagonal matrix of bs x bs blocks with values that need fp64. Not
+// mixed: every block diagonally dominant (apbjacobi's selection stores them
+// all in fp16, as on a well-conditioned FEM operator). Mixed: runs of 64
+// blocks take turns being dominant (fp16), plain random (condition numbers
+// of tens to thousands: mostly fp32) and nearly singular (two rows 1e-9
+// apart: fp64), so the apply runs one launch per format over interleaved
+// groups, as on a harder operator.
+Csr block_diagonal(int bs, std::int64_t nrows, bool mixed)
 {
   Csr a;
-  a.name  = "block diagonal " + std::to_string(bs) + "x" + std::to_string(bs);
+  a.name  = std::string(mixed ? "mixed " : "") + "block diagonal " + std::to_string(bs) + "x" + std::to_string(bs);
   a.nrows = static_cast<std::int32_t>(nrows);
   std::mt19937_64 rng(5);
   a.cols.reserve(static_cast<std::size_t>(nrows) * bs);
   a.vals.reserve(static_cast<std::size_t>(nrows) * bs);
-  for (std::int64_t r = 0; r < nrows; ++r) {
-    const std::int64_t base = r / bs * bs;
-    for (int c = 0; c < bs; ++c) {
-      a.cols.push_back(static_cast<std::int32_t>(base + c));
-      a.vals.push_back(base + c == r ? 2.0 * bs + need_fp64(rng) : need_fp64(rng) * 0.5);
+  std::vector<double> block(static_cast<std::size_t>(bs) * bs);
+  for (std::int64_t base = 0; base < nrows; base += bs) {
+    const int kind = mixed ? static_cast<int>(base / bs / 64 % 3) : 0;
+    for (int r = 0; r < bs; ++r)
+      for (int c = 0; c < bs; ++c) {
+        double &v = block[static_cast<std::size_t>(r) * bs + c];
+        v         = kind == 0 ? (r == c ? 2.0 * bs + need_fp64(rng) : need_fp64(rng) * 0.5) : need_fp64(rng);
+        if (kind == 2 && r == 1) v = block[static_cast<std::size_t>(c)] * (1.0 + 1e-9 * need_fp64(rng));
+      }
+    for (int r = 0; r < bs; ++r) {
+      for (int c = 0; c < bs; ++c) {
+        a.cols.push_back(static_cast<std::int32_t>(base + c));
+        a.vals.push_back(block[static_cast<std::size_t>(r) * bs + c]);
+      }
+      a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
     }
-    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
   }
   return a;
 }
 
 // apbjacobi's apply (adaptive formats, the default selection) against the
 // same kernel over blocks all stored in fp64: both bitwise the reference.
-void bench_block_jacobi(int bs, double gb, int reps, double copy_gbs)
+void bench_block_jacobi(int bs, double gb, bool mixed, int reps, double copy_gbs)
 {
   const std::int64_t nblocks = static_cast<std::int64_t>(gb * 1e9 / (8.0 * bs * bs));
   const std::int64_t nrows   = nblocks * bs;
-  const Csr a                = block_diagonal(bs, nrows);
+  const Csr a                = block_diagonal(bs, nrows, mixed);
   CsrView<std::int32_t> view;
   view.nrows               = a.nrows;
   view.ncols               = a.nrows;
@@ -487,7 +500,8 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "block size %d: apbjacobi's blocks are 1 to 32 rows\n", bs);
         return 2;
       }
-      bench_block_jacobi(bs, bj_gb, reps, copy_gbs);
+      for (bool mixed : {false, true})
+        bench_block_jacobi(bs, bj_gb, mixed, reps, copy_gbs);
       at = end + 1;
     }
   return 0;
