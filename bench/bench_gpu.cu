@@ -409,22 +409,26 @@ void bench_block_jacobi(int bs, double gb, bool mixed, int reps, double copy_gbs
   dx.upload(x.data());
   std::vector<std::unique_ptr<gpu::DeviceBlockJacobi>> devices;
   std::vector<Variant> variants;
-  const char *names[] = {"fp64 block-Jacobi", "apbjacobi (adaptive)"};
-  for (std::size_t k = 0; k < storages.size(); ++k) {
-    devices.push_back(std::make_unique<gpu::DeviceBlockJacobi>(*storages[k]));
+  // the fp64 blocks, the adaptive ones, and the adaptive ones read by row pairs (16-bit blocks of even size)
+  const char *names[]     = {"fp64 block-Jacobi", "apbjacobi (adaptive)", "apbjacobi (row pairs)"};
+  const std::size_t use[] = {0, 1, 1};
+  for (std::size_t k = 0; k < 3; ++k) {
+    const bool pairs = k == 2;
+    if (!pairs) devices.push_back(std::make_unique<gpu::DeviceBlockJacobi>(*storages[use[k]]));
     gpu::DeviceBlockJacobi *d = devices.back().get();
-    reference::block_jacobi_apply(*storages[k], x.data(), ref.data(), false);
-    gpu::block_jacobi_apply(*d, dx.data(), dy.data(), false);
+    reference::block_jacobi_apply(*storages[use[k]], x.data(), ref.data(), false);
+    gpu::block_jacobi_apply(*d, dx.data(), dy.data(), false, pairs);
     gpu::synchronize();
     dy.download(y.data());
     const bool same = std::memcmp(y.data(), ref.data(), x.size() * sizeof(double)) == 0;
-    std::printf("%-22s: %.2f GB of inverses, %s the CPU reference\n", names[k], storages[k]->value_bytes() / 1e9,
+    std::printf("%-22s: %.2f GB of inverses, %s the CPU reference\n", names[k], storages[use[k]]->value_bytes() / 1e9,
                 same ? "bitwise equal to" : "DIFFERS FROM");
     if (!same) std::exit(1);
     // values, x and y, and the row's group number the kernel reads
-    const double bytes = storages[k]->value_bytes() + nrows * (8.0 + 8.0 + 4.0);
+    const double bytes = storages[use[k]]->value_bytes() + nrows * (8.0 + 8.0 + 4.0);
     double *px = dx.data(), *py = dy.data();
-    variants.push_back({names[k], bytes, {}, [d, px, py] { gpu::block_jacobi_apply(*d, px, py, false); }});
+    variants.push_back(
+        {names[k], bytes, {}, [d, px, py, pairs] { gpu::block_jacobi_apply(*d, px, py, false, pairs); }});
   }
   for (Variant &v : variants)
     v.run();

@@ -25,7 +25,10 @@ inline constexpr int kThreadsPerBlock = 256;
 
 namespace emulated {
 void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y);
-void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose);
+// paired_rows: the apply (not the transpose) reads the blocks of 16-bit formats
+// and even size two rows per thread (block_jacobi_apply.hpp), bitwise the same.
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose,
+                        bool paired_rows = false);
 } // namespace emulated
 
 // The GPU backend this library was built with (CUDA or HIP: one per build,
@@ -66,7 +69,8 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-void block_jacobi_apply(const DeviceBlockJacobi &M, const double *x, double *y, bool transpose);
+void block_jacobi_apply(const DeviceBlockJacobi &M, const double *x, double *y, bool transpose,
+                        bool paired_rows = false);
 
 // Device memory for the tests and benchmarks: n doubles, from and to the host.
 class DeviceVector {

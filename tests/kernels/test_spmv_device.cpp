@@ -441,17 +441,18 @@ BlockJacobiStorage random_block_jacobi(std::int64_t nrows, int group_blocks, uns
 }
 
 void backend_block_jacobi(const BlockJacobiStorage &M, const std::vector<double> &x, std::vector<double> &y,
-                          bool transpose)
+                          bool transpose, bool paired_rows)
 {
 #if defined(PETSCMP_TEST_GPU)
   gpu::DeviceBlockJacobi d(M);
   gpu::DeviceVector dx(x.size()), dy(y.size());
   dx.upload(x.data());
-  gpu::block_jacobi_apply(d, dx.data(), dy.data(), transpose);
+  dy.upload(y.data());
+  gpu::block_jacobi_apply(d, dx.data(), dy.data(), transpose, paired_rows);
   gpu::synchronize();
   dy.download(y.data());
 #else
-  emulated::block_jacobi_apply(M, x.data(), y.data(), transpose);
+  emulated::block_jacobi_apply(M, x.data(), y.data(), transpose, paired_rows);
 #endif
 }
 
@@ -466,13 +467,20 @@ TEST(BlockJacobiDevice, BitwiseReference)
     const BlockJacobiStorage M = random_block_jacobi(30000, group_blocks, 71 + static_cast<unsigned>(group_blocks));
     for (int f = 0; f < kFormatCount; ++f)
       ASSERT_GT(std::count(M.block_format.begin(), M.block_format.end(), f), 10) << "format " << f << " too rare";
+    std::int64_t paired = 0; // rows the row-pair apply reads as pairs (and groups it cannot: odd starts, odd sizes)
+    for (const BlockGroup &g : M.groups)
+      if (format_bytes(g.format) == 2 && g.block_size % 2 == 0 && g.row_begin % 2 == 0)
+        paired += std::int64_t{g.nblocks} * g.block_size;
+    ASSERT_GT(paired, 1000);
     const std::vector<double> x = random_vector(static_cast<std::size_t>(M.nrows), 72);
-    for (bool transpose : {false, true}) {
-      std::vector<double> ref(x.size()), y(x.size(), 5.0);
-      reference::block_jacobi_apply(M, x.data(), ref.data(), transpose);
-      backend_block_jacobi(M, x, y, transpose);
-      for (std::size_t i = 0; i < x.size(); ++i)
-        ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << (transpose ? " (transpose)" : "");
-    }
+    for (bool transpose : {false, true})
+      for (bool paired_rows : {false, true}) { // row pairs: the apply's 16-bit blocks of even size
+        std::vector<double> ref(x.size()), y(x.size(), 5.0);
+        reference::block_jacobi_apply(M, x.data(), ref.data(), transpose);
+        backend_block_jacobi(M, x, y, transpose, paired_rows);
+        for (std::size_t i = 0; i < x.size(); ++i)
+          ASSERT_TRUE(same(y[i], ref[i]))
+              << "row " << i << (transpose ? " (transpose)" : "") << (paired_rows ? " (row pairs)" : "");
+      }
   }
 }

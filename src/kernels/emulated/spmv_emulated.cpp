@@ -76,7 +76,7 @@ void spmv(const SellCopy &A, int read, const double *x, const double *z, double 
   }
 }
 
-void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose)
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, bool paired_rows)
 {
   const std::vector<BlockGroupView> groups  = block_group_views(M);
   const std::vector<std::int32_t> row_group = block_row_groups(M);
@@ -84,6 +84,11 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
   for (Format format : block_formats_present(M))
     dispatch_format(format, [&](auto tag) {
       using S = typename decltype(tag)::type;
+      if constexpr (sizeof(S) == 2)
+        if (block_jacobi_pairs(format, transpose, paired_rows)) {
+          launch((M.nrows + 1) / 2, [&](std::int64_t t) { block_jacobi_pair_thread<S>(v, format, t, x, y); });
+          return;
+        }
       launch(M.nrows, [&](std::int64_t row) { block_jacobi_thread<S>(v, format, row, x, y, transpose); });
     });
 }
