@@ -279,41 +279,38 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
     const SellCopy S = make_sell_copy(A, a.rowptr.data(), a.cols.data());
     copies.push_back(std::make_unique<gpu::DeviceSell>(S));
     gpu::DeviceSell *d = copies.back().get();
-    // bitwise check against the CPU reference
-    std::vector<double> ref(n), y(n);
-    reference::spmv(A, CsrPattern<std::int32_t>{a.rowptr.data(), a.cols.data()}, x.data(), nullptr, ref.data());
-    gpu::spmv(*d, 0, dx, nullptr, dy);
-    gpu::synchronize();
-    CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
-    const bool bitwise = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
-    std::printf("petscmp %-9s: SELL-32 copy %.2f GB (%.2f B/nnz with row data), %s the CPU reference\n",
-                storage_mode_name(mode), S.bytes() / 1e9, static_cast<double>(S.bytes()) / nnz,
-                bitwise ? "bitwise equal to" : "DIFFERS FROM");
-    if (!bitwise) std::exit(1);
-    variants.push_back({std::string("petscmp ") + storage_mode_name(mode), S.bytes() + 2 * n * 8.0, {}, [d, dx, dy] {
-                          gpu::spmv(*d, 0, dx, nullptr, dy);
-                        }});
-    // split storage: each lower read level (1 = heads), bitwise the reference at that level
+    std::printf("petscmp %-9s: SELL-32 copy %.2f GB (%.2f B/nnz with row data)\n", storage_mode_name(mode),
+                S.bytes() / 1e9, static_cast<double>(S.bytes()) / nnz);
     const int segments = S.parts.empty() ? 0 : S.parts[0].segments;
     double value_bytes = 0;
     for (const SellPart &p : S.parts)
       value_bytes += static_cast<double>(p.values.size());
-    for (int read = 1; read < segments; ++read) {
+    // a variant reading `read` segments (0: all; split storage's lower levels), by lane pairs or not, after its
+    // product was checked bitwise against the CPU reference's at that level
+    std::vector<double> ref(n), y(n);
+    auto add = [&](int read, bool pairs) {
       A.read_segments = read;
       reference::spmv(A, CsrPattern<std::int32_t>{a.rowptr.data(), a.cols.data()}, x.data(), nullptr, ref.data());
       A.read_segments = 0;
-      gpu::spmv(*d, read, dx, nullptr, dy);
+      gpu::spmv(*d, read, dx, nullptr, dy, pairs);
       gpu::synchronize();
       CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
+      std::string name = std::string("petscmp ") + storage_mode_name(mode);
+      if (read) name += " read " + std::to_string(read);
+      if (pairs) name += " pairs";
       const bool same = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
-      std::printf("petscmp %-9s read %d of %d segments: %s the CPU reference\n", storage_mode_name(mode), read,
-                  segments, same ? "bitwise equal to" : "DIFFERS FROM");
+      std::printf("%-26s: %s the CPU reference\n", name.c_str(), same ? "bitwise equal to" : "DIFFERS FROM");
       if (!same) std::exit(1);
-      const double bytes = S.bytes() - value_bytes * (segments - read) / segments + 2 * n * 8.0;
-      variants.push_back({std::string("petscmp ") + storage_mode_name(mode) + " read " + std::to_string(read),
-                          bytes,
-                          {},
-                          [d, dx, dy, read] { gpu::spmv(*d, read, dx, nullptr, dy); }});
+      const double bytes = S.bytes() - (read ? value_bytes * (segments - read) / segments : 0.0) + 2 * n * 8.0;
+      variants.push_back({name, bytes, {}, [d, dx, dy, read, pairs] { gpu::spmv(*d, read, dx, nullptr, dy, pairs); }});
+    };
+    // 16-bit values (fp16, bf16, split4's heads) are also read by lane pairs (two rows a thread)
+    const bool narrow_values = !S.parts.empty() && segments == 0 && format_bytes(S.parts[0].format) == 2;
+    add(0, false);
+    if (narrow_values) add(0, true);
+    for (int read = 1; read < segments; ++read) {
+      add(read, false);
+      if (segments == 4 && read == 1) add(read, true);
     }
   }
   for (Variant &v : variants) // warm-up

@@ -24,7 +24,8 @@ namespace petscmp {
 inline constexpr int kThreadsPerBlock = 256;
 
 namespace emulated {
-void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y);
+// lane_pairs: 16-bit values read two rows per thread (sell_spmv.hpp), bitwise the same.
+void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y, bool lane_pairs = false);
 // paired_rows: the apply (not the transpose) reads the blocks of 16-bit formats
 // and even size two rows per thread (block_jacobi_apply.hpp), bitwise the same.
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose,
@@ -53,7 +54,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y);
+void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y, bool lane_pairs = false);
 
 // apbjacobi's block storage in device memory.
 class DeviceBlockJacobi {

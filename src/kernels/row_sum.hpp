@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "petscmp/core/accessor.hpp"
@@ -38,6 +39,23 @@ PETSCMP_HOST_DEVICE inline double row_dot(double sum, reduced_range<Storage> val
     if (k < n) sum += vals[k * stride] * x[cols[k * stride]];
   }
   return sum;
+}
+
+// Two adjacent 16-bit values read by one 32-bit load (p 4-byte aligned): the
+// row-pair kernels of the GPU backends.
+template <typename S> struct StoragePair {
+  S first, second;
+};
+template <typename S> PETSCMP_HOST_DEVICE inline StoragePair<S> load_pair(const S *p)
+{
+  static_assert(sizeof(S) == 2, "pairs are read as one 32-bit word of two 16-bit values");
+  std::uint32_t w;
+#if defined(PETSCMP_DEVICE_PASS)
+  w = *reinterpret_cast<const std::uint32_t *>(p);
+#else
+  std::memcpy(&w, p, sizeof w);
+#endif
+  return {S{static_cast<std::uint16_t>(w & 0xffffu)}, S{static_cast<std::uint16_t>(w >> 16)}};
 }
 
 // row_dot for one GPU thread: the values and x entries of a batch of entries

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "petscmp/core/accessor.hpp"
@@ -116,21 +115,6 @@ PETSCMP_HOST_DEVICE inline void block_jacobi_thread(const BlockJacobiView &M, Fo
 // in the interleaved storage: one thread reads both with one 32-bit load per
 // column, so a warp's load is a whole 128-byte line instead of half of one,
 // and sums each row alone, in the same order as block_jacobi_row.
-template <typename S> struct StoragePair {
-  S first, second;
-};
-template <typename S> PETSCMP_HOST_DEVICE inline StoragePair<S> load_pair(const S *p)
-{
-  static_assert(sizeof(S) == 2, "row pairs are read as one 32-bit word of two 16-bit values");
-  std::uint32_t w;
-#if defined(PETSCMP_DEVICE_PASS)
-  w = *reinterpret_cast<const std::uint32_t *>(p); // 4-byte aligned: the pair starts at an even entry of a group
-#else
-  std::memcpy(&w, p, sizeof w);
-#endif
-  return {S{static_cast<std::uint16_t>(w & 0xffffu)}, S{static_cast<std::uint16_t>(w >> 16)}};
-}
-
 // Rows row0 and row0 + 1 (row0 even in its group, same block) into y.
 template <typename S>
 PETSCMP_HOST_DEVICE inline void block_jacobi_rows_paired(const BlockGroupView &g, const unsigned char *values,

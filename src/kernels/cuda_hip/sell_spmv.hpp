@@ -77,6 +77,77 @@ PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int
     y[row] = row_dot_batched<Order>(init, vals, p.cols + first, n, x, C);
 }
 
+// ---- lane pairs (16-bit values; bench_gpu measures them, off by default) ----
+// Lanes 2m and 2m + 1 of a slice store each entry side by side (values, and
+// 16-bit column offsets): one thread reads both rows' entries with one 32-bit
+// load each and sums each row alone in row_dot's order. Full batches of
+// kRowBatch entries while both rows have them, then each row's rest by row_dot.
+template <typename S, SumOrder Order, bool Narrow>
+PETSCMP_HOST_DEVICE inline void sell_spmv_pair_thread(const SellPartView &p, std::int64_t t, const double *x,
+                                                      const double *z, double *y)
+{
+  static_assert(sizeof(S) == 2 && std::is_pointer_v<storage_pointer_t<S>>, "lane pairs read 16-bit values");
+  const std::int64_t lane0 = 2 * t;
+  if (lane0 >= p.lanes) return;
+  if (p.slice_rows % 2 != 0) { // pairs would straddle slices: each lane alone
+    sell_spmv_thread<S, Order, Narrow>(p, lane0, x, z, y);
+    if (lane0 + 1 < p.lanes) sell_spmv_thread<S, Order, Narrow>(p, lane0 + 1, x, z, y);
+    return;
+  }
+  const std::int32_t r0 = p.rows[lane0], r1 = p.rows[lane0 + 1];
+  if (r0 < 0) return; // padding lanes come last: r1 is one too
+  const std::uint32_t C    = static_cast<std::uint32_t>(p.slice_rows);
+  const std::uint32_t q    = static_cast<std::uint32_t>(lane0) / C;
+  const std::int64_t first = p.slice_offsets[q] + (static_cast<std::uint32_t>(lane0) - q * C); // even
+  const std::int64_t n0 = p.lengths[lane0], n1 = p.lengths[lane0 + 1], both = n0 < n1 ? n0 : n1;
+  const S *vals = static_cast<const S *>(p.values) + first;
+  double s0 = z ? z[r0] : 0.0, s1 = z && r1 >= 0 ? z[r1] : 0.0;
+  std::int64_t k = 0;
+  for (; k + kRowBatch <= both; k += kRowBatch) {
+    StoragePair<S> v[kRowBatch];
+    double x0[kRowBatch], x1[kRowBatch];
+    PETSCMP_DEVICE_UNROLL
+    for (int j = 0; j < kRowBatch; ++j) {
+      const std::int64_t at = (k + j) * C;
+      v[j]                  = load_pair(vals + at);
+      if constexpr (Narrow) {
+        const StoragePair<std::uint16_t> c = load_pair(p.narrow_cols + first + at);
+        x0[j]                              = x[std::int64_t{p.slice_base[q]} + c.first];
+        x1[j]                              = x[std::int64_t{p.slice_base[q]} + c.second];
+      } else {
+        x0[j] = x[p.cols[first + at]];
+        x1[j] = x[p.cols[first + at + 1]];
+      }
+    }
+    PETSCMP_DEVICE_UNROLL
+    for (int j = 0; j < kRowBatch; j += 2) {
+      const double a0 = decode(v[j].first) * x0[j], b0 = decode(v[j + 1].first) * x0[j + 1];
+      const double a1 = decode(v[j].second) * x1[j], b1 = decode(v[j + 1].second) * x1[j + 1];
+      if constexpr (Order == SumOrder::sequential) {
+        s0 += a0;
+        s0 += b0;
+        s1 += a1;
+        s1 += b1;
+      } else {
+        s0 += a0 + b0;
+        s1 += a1 + b1;
+      }
+    }
+  }
+  // each row's rest (k is even: the paired order's pairs stay row_dot's)
+  const auto rest = [&](double sum, std::int64_t lane_offset, std::int64_t n) {
+    if (k >= n) return sum;
+    const auto r = make_range(vals + lane_offset + k * C, static_cast<std::size_t>((n - k) * C));
+    if constexpr (Narrow)
+      return row_dot<Order>(sum, r, OffsetColumns{p.narrow_cols + first + lane_offset + k * C, p.slice_base[q]}, n - k,
+                            x, C);
+    else
+      return row_dot<Order>(sum, r, p.cols + first + lane_offset + k * C, n - k, x, C);
+  };
+  y[r0] = rest(s0, 0, n0);
+  if (r1 >= 0) y[r1] = rest(s1, 1, n1);
+}
+
 // ---- warp-per-row parts (long rows, sell_copy.hpp) --------------------------
 // A warp of kWarpLanes threads per row, in two phases per chunk of kWarpLanes
 // entries, so the emulated backend can run them one after the other: every
