@@ -64,9 +64,9 @@ template <typename S> PETSCMP_HOST_DEVICE inline StoragePair<S> load_pair(const 
 // on an H200 the one-entry-at-a-time loop ran the narrow formats below 40% of
 // the copy bandwidth. Batches of 16 entries for 16-bit values (bf16 SpMV 1.15x
 // faster than with 8), then of 8, then the rest one entry at a time: a masked
-// last batch was measured 1.7x slower (its predicated loads doubled the
-// registers). The sums are row_dot's, in the same order (batches are even, so
-// the paired order's pairs stay whole).
+// last batch was measured 1.3-2x slower (lossless 1.3x, fp16 1.8x: its
+// predicated loads doubled the registers). The sums are row_dot's, in the same
+// order (batches are even, so the paired order's pairs stay whole).
 inline constexpr int kRowBatch = 8;
 // Sums the full batches of Batch entries from entry k on; returns where they end.
 template <int Batch, SumOrder Order, typename Storage, typename Columns>
