@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "../tests/common/csr_matrices.hpp"
 #include "block_jacobi_apply.hpp"
 #include "device.hpp"
 #include "petscmp/core/block_jacobi.hpp"
@@ -46,11 +47,9 @@ namespace {
     }                                                                                                                  \
   } while (0)
 
-struct Csr {
+// A square test matrix (tests/common: its arrays, view() and pattern()) with a name.
+struct Csr : petscmp_test::Matrix<std::int32_t> {
   std::string name;
-  std::int32_t nrows = 0;
-  std::vector<std::int32_t> rowptr{0}, cols;
-  std::vector<double> vals;
 };
 
 double need_fp64(std::mt19937_64 &rng)
@@ -64,7 +63,7 @@ Csr stencil27(int n)
 {
   Csr a;
   a.name  = "27-pt " + std::to_string(n) + "^3";
-  a.nrows = n * n * n;
+  a.nrows = a.ncols = n * n * n;
   std::mt19937_64 rng(1);
   a.cols.reserve(static_cast<std::size_t>(a.nrows) * 27);
   a.vals.reserve(static_cast<std::size_t>(a.nrows) * 27);
@@ -89,7 +88,7 @@ Csr fem_blocks(int n)
 {
   Csr a;
   a.name  = "FEM bs3 " + std::to_string(n) + "^3 nodes";
-  a.nrows = 3 * n * n * n;
+  a.nrows = a.ncols = 3 * n * n * n;
   std::mt19937_64 rng(2);
   a.cols.reserve(static_cast<std::size_t>(a.nrows) * 81);
   a.vals.reserve(static_cast<std::size_t>(a.nrows) * 81);
@@ -119,7 +118,7 @@ Csr long_rows(int nrows)
 {
   Csr a;
   a.name  = "long rows " + std::to_string(nrows / 1000000) + "M (1 in 32 of 1024 entries)";
-  a.nrows = nrows;
+  a.nrows = a.ncols = nrows;
   std::mt19937_64 rng(4);
   for (int r = 0; r < nrows; ++r) {
     const bool long_row = r % 32 == 7;
@@ -238,6 +237,33 @@ struct Variant {
   std::function<void()> run;
 };
 
+// One warm-up product each, then reps rounds of every variant in turn.
+void time_alternated(std::vector<Variant> &variants, int reps)
+{
+  for (Variant &v : variants)
+    v.run();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  for (int r = 0; r < reps; ++r)
+    for (Variant &v : variants)
+      v.ms.push_back(time_ms(v.run));
+}
+
+// The medians against the first variant's and, where second_label is given,
+// against second_base (milliseconds; 0: that column left empty).
+void print_variants(const std::vector<Variant> &variants, double copy_gbs, const char *second_label, double second_base)
+{
+  const double base = median(variants[0].ms);
+  std::printf("%-26s %9s %9s %8s %9s", "variant", "ms", "GB/s", "of copy", "vs fp64");
+  if (second_label) std::printf(" %9s", second_label);
+  std::printf("\n");
+  for (const Variant &v : variants) {
+    const double ms = median(v.ms), gbs = v.bytes / (ms * 1e6);
+    std::printf("%-26s %9.3f %9.1f %7.0f%% %8.2fx", v.name.c_str(), ms, gbs, 100 * gbs / copy_gbs, base / ms);
+    if (second_label && second_base > 0) std::printf(" %8.2fx", second_base / ms);
+    std::printf("\n");
+  }
+}
+
 void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps, double copy_gbs)
 {
   const std::size_t nnz = a.cols.size(), n = static_cast<std::size_t>(a.nrows);
@@ -264,12 +290,7 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
   else
     std::printf("cuSPARSE CSR with fp32 values and fp64 vectors: not supported here (%s)\n", mixed.why.c_str());
 
-  CsrView<std::int32_t> view;
-  view.nrows  = a.nrows;
-  view.ncols  = a.nrows;
-  view.rowptr = a.rowptr.data();
-  view.cols   = a.cols.data();
-  view.values = a.vals.data();
+  const CsrView<std::int32_t> view = a.view();
   std::vector<std::unique_ptr<gpu::DeviceSell>> copies;
   for (StorageMode mode : modes) {
     StorageOptions opts;
@@ -290,7 +311,7 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
     std::vector<double> ref(n), y(n);
     auto add = [&](int read, bool pairs) {
       A.read_segments = read;
-      reference::spmv(A, CsrPattern<std::int32_t>{a.rowptr.data(), a.cols.data()}, x.data(), nullptr, ref.data());
+      reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
       A.read_segments = 0;
       gpu::spmv(*d, read, dx, nullptr, dy, pairs);
       gpu::synchronize();
@@ -313,21 +334,8 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
       if (segments == 4 && read == 1) add(read, true);
     }
   }
-  for (Variant &v : variants) // warm-up
-    v.run();
-  CHECK_CUDA(cudaDeviceSynchronize());
-  for (int r = 0; r < reps; ++r)
-    for (Variant &v : variants)
-      v.ms.push_back(time_ms(v.run));
-  const double base       = median(variants[0].ms);
-  const double base_mixed = mixed.supported ? median(variants[1].ms) : 0.0;
-  std::printf("%-26s %9s %9s %8s %9s %9s\n", "variant", "ms", "GB/s", "of copy", "vs fp64", "vs fp32v");
-  for (Variant &v : variants) {
-    const double ms = median(v.ms), gbs = v.bytes / (ms * 1e6);
-    std::printf("%-26s %9.3f %9.1f %7.0f%% %8.2fx", v.name.c_str(), ms, gbs, 100 * gbs / copy_gbs, base / ms);
-    if (base_mixed > 0) std::printf(" %8.2fx", base_mixed / ms);
-    std::printf("\n");
-  }
+  time_alternated(variants, reps);
+  print_variants(variants, copy_gbs, "vs fp32v", mixed.supported ? median(variants[1].ms) : 0.0);
   cusparseDestroy(handle);
   for (void *p : {(void *)dx, (void *)dy, (void *)drow, (void *)dcol, (void *)dval, (void *)dval32})
     cudaFree(p);
@@ -344,7 +352,7 @@ Csr block_diagonal(int bs, std::int64_t nrows, bool mixed)
 {
   Csr a;
   a.name  = std::string(mixed ? "mixed " : "") + "block diagonal " + std::to_string(bs) + "x" + std::to_string(bs);
-  a.nrows = static_cast<std::int32_t>(nrows);
+  a.nrows = a.ncols = static_cast<std::int32_t>(nrows);
   std::mt19937_64 rng(5);
   a.cols.reserve(static_cast<std::size_t>(nrows) * bs);
   a.vals.reserve(static_cast<std::size_t>(nrows) * bs);
@@ -375,14 +383,8 @@ void bench_block_jacobi(int bs, double gb, bool mixed, int reps, double copy_gbs
   const std::int64_t nblocks = static_cast<std::int64_t>(gb * 1e9 / (8.0 * bs * bs));
   const std::int64_t nrows   = nblocks * bs;
   const Csr a                = block_diagonal(bs, nrows, mixed);
-  CsrView<std::int32_t> view;
-  view.nrows               = a.nrows;
-  view.ncols               = a.nrows;
-  view.rowptr              = a.rowptr.data();
-  view.cols                = a.cols.data();
-  view.values              = a.vals.data();
-  const BlockPartition p   = uniform_partition(nrows, bs);
-  const InvertedBlocks inv = invert_diagonal_blocks(view, p);
+  const BlockPartition p     = uniform_partition(nrows, bs);
+  const InvertedBlocks inv   = invert_diagonal_blocks(a.view(), p);
   FormatSelection adaptive, fp64;
   fp64.policy = FormatPolicy::forced;
   fp64.forced = Format::fp64;
@@ -427,18 +429,8 @@ void bench_block_jacobi(int bs, double gb, bool mixed, int reps, double copy_gbs
     variants.push_back(
         {names[k], bytes, {}, [d, px, py, pairs] { gpu::block_jacobi_apply(*d, px, py, false, pairs); }});
   }
-  for (Variant &v : variants)
-    v.run();
-  CHECK_CUDA(cudaDeviceSynchronize());
-  for (int r = 0; r < reps; ++r)
-    for (Variant &v : variants)
-      v.ms.push_back(time_ms(v.run));
-  const double base = median(variants[0].ms);
-  std::printf("%-26s %9s %9s %8s %9s\n", "variant", "ms", "GB/s", "of copy", "vs fp64");
-  for (Variant &v : variants) {
-    const double ms = median(v.ms), gbs = v.bytes / (ms * 1e6);
-    std::printf("%-26s %9.3f %9.1f %7.0f%% %8.2fx\n", v.name.c_str(), ms, gbs, 100 * gbs / copy_gbs, base / ms);
-  }
+  time_alternated(variants, reps);
+  print_variants(variants, copy_gbs, nullptr, 0.0);
 }
 
 } // namespace

@@ -53,14 +53,13 @@ inline std::vector<std::int32_t> block_row_groups(const BlockJacobiStorage &M)
   return row_group;
 }
 
-// Row `row` of the apply, its block's inverse read as S.
-template <typename S>
-PETSCMP_HOST_DEVICE inline double block_jacobi_row(const BlockGroupView &g, const unsigned char *values,
-                                                   std::int64_t row, const double *x, bool transpose)
+// Row `row` of group g: its block i and its row `out` in the block, by a
+// 32-bit division where it fits (a 64-bit one is a long sequence on GPUs).
+PETSCMP_HOST_DEVICE inline void block_position(const BlockGroupView &g, std::int64_t row, std::int64_t &i,
+                                               std::int64_t &out)
 {
-  const std::int64_t n = g.block_size, nb = g.nblocks, local = row - g.row_begin;
-  std::int64_t i, out;
-  if (local <= 0xffffffff) { // 32-bit division where it fits (64-bit is a long sequence on GPUs)
+  const std::int64_t n = g.block_size, local = row - g.row_begin;
+  if (local <= 0xffffffff) {
     const std::uint32_t l = static_cast<std::uint32_t>(local), q = l / static_cast<std::uint32_t>(n);
     i   = q;
     out = l - q * static_cast<std::uint32_t>(n);
@@ -68,6 +67,16 @@ PETSCMP_HOST_DEVICE inline double block_jacobi_row(const BlockGroupView &g, cons
     i   = local / n;
     out = local % n;
   }
+}
+
+// Row `row` of the apply, its block's inverse read as S.
+template <typename S>
+PETSCMP_HOST_DEVICE inline double block_jacobi_row(const BlockGroupView &g, const unsigned char *values,
+                                                   std::int64_t row, const double *x, bool transpose)
+{
+  const std::int64_t n = g.block_size, nb = g.nblocks;
+  std::int64_t i, out;
+  block_position(g, row, i, out);
   const std::int64_t base = g.row_begin + i * n;
   const auto E = make_range(reinterpret_cast<const S *>(values + g.byte_offset), static_cast<std::size_t>(nb * n * n));
   // entry (r, c) of block i is E[(c nb + i) n + r]: entry k of this row's sum
@@ -120,8 +129,9 @@ template <typename S>
 PETSCMP_HOST_DEVICE inline void block_jacobi_rows_paired(const BlockGroupView &g, const unsigned char *values,
                                                          std::int64_t row0, const double *x, double *y)
 {
-  const std::int64_t n = g.block_size, nb = g.nblocks, local = row0 - g.row_begin;
-  const std::int64_t i = local / n, out = local - i * n, step = nb * n;
+  const std::int64_t n = g.block_size, step = std::int64_t{g.nblocks} * n;
+  std::int64_t i, out;
+  block_position(g, row0, i, out);
   const S *E       = reinterpret_cast<const S *>(values + g.byte_offset) + i * n + out;
   const double *xb = x + g.row_begin + i * n;
   double s0 = 0.0, s1 = 0.0;

@@ -52,6 +52,16 @@ struct OffsetColumns {
   PETSCMP_HOST_DEVICE std::int64_t operator[](std::int64_t at) const { return base + offsets[at]; }
 };
 
+// Where lane `lane`'s entries start, and its slice q: by a 32-bit division (a
+// 64-bit one is a long instruction sequence on GPUs; a part has fewer than
+// 2^31 rows, so its lanes fit).
+PETSCMP_HOST_DEVICE inline std::int64_t lane_first(const SellPartView &p, std::int64_t lane, std::uint32_t &q)
+{
+  const std::uint32_t C = static_cast<std::uint32_t>(p.slice_rows);
+  q                     = static_cast<std::uint32_t>(lane) / C;
+  return p.slice_offsets[q] + (static_cast<std::uint32_t>(lane) - q * C);
+}
+
 // Thread `lane` (the global thread index) of y = A x (+ z) over one part:
 // y[row] = z[row] (or 0) + the row's products. z may alias y (each thread
 // reads its own row's z before it writes that row of y). Narrow: the part
@@ -63,11 +73,9 @@ PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int
   if (lane >= p.lanes) return;
   const std::int32_t row = p.rows[lane];
   if (row < 0) return; // a padding lane past the part's last row
-  // 32-bit division (a 64-bit one is a long instruction sequence on GPUs): a
-  // part has fewer than 2^31 rows, so its lanes fit
-  const std::uint32_t C    = static_cast<std::uint32_t>(p.slice_rows);
-  const std::uint32_t q    = static_cast<std::uint32_t>(lane) / C;
-  const std::int64_t first = p.slice_offsets[q] + (static_cast<std::uint32_t>(lane) - q * C);
+  const std::int64_t C = p.slice_rows;
+  std::uint32_t q;
+  const std::int64_t first = lane_first(p, lane, q);
   const std::int64_t n     = p.lengths[lane];
   const auto vals          = make_range(part_values<S>(p, first), static_cast<std::size_t>(n * C));
   const double init        = z ? z[row] : 0.0;
@@ -86,7 +94,7 @@ template <typename S, SumOrder Order, bool Narrow>
 PETSCMP_HOST_DEVICE inline void sell_spmv_pair_thread(const SellPartView &p, std::int64_t t, const double *x,
                                                       const double *z, double *y)
 {
-  static_assert(sizeof(S) == 2 && std::is_pointer_v<storage_pointer_t<S>>, "lane pairs read 16-bit values");
+  static_assert(reads_pairs_v<S>, "lane pairs read 16-bit values");
   const std::int64_t lane0 = 2 * t;
   if (lane0 >= p.lanes) return;
   if (p.slice_rows % 2 != 0) { // pairs would straddle slices: each lane alone
@@ -96,9 +104,9 @@ PETSCMP_HOST_DEVICE inline void sell_spmv_pair_thread(const SellPartView &p, std
   }
   const std::int32_t r0 = p.rows[lane0], r1 = p.rows[lane0 + 1];
   if (r0 < 0) return; // padding lanes come last: r1 is one too
-  const std::uint32_t C    = static_cast<std::uint32_t>(p.slice_rows);
-  const std::uint32_t q    = static_cast<std::uint32_t>(lane0) / C;
-  const std::int64_t first = p.slice_offsets[q] + (static_cast<std::uint32_t>(lane0) - q * C); // even
+  const std::int64_t C = p.slice_rows;
+  std::uint32_t q;
+  const std::int64_t first = lane_first(p, lane0, q); // even
   const std::int64_t n0 = p.lengths[lane0], n1 = p.lengths[lane0 + 1], both = n0 < n1 ? n0 : n1;
   const S *vals = static_cast<const S *>(p.values) + first;
   double s0 = z ? z[r0] : 0.0, s1 = z && r1 >= 0 ? z[r1] : 0.0;

@@ -68,7 +68,7 @@ void spmv(const SellCopy &A, int read, const double *x, const double *z, double 
       using S              = typename decltype(tag)::type;
       constexpr SumOrder O = decltype(order)::value;
       constexpr bool N     = decltype(narrow)::value;
-      if constexpr (sizeof(S) == 2 && std::is_pointer_v<storage_pointer_t<S>>)
+      if constexpr (reads_pairs_v<S>)
         if (lane_pairs && !part.warp_rows) {
           launch(v.lanes / 2 + v.lanes % 2, [&](std::int64_t t) { sell_spmv_pair_thread<S, O, N>(v, t, x, z, y); });
           return;
@@ -89,7 +89,7 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
   for (Format format : block_formats_present(M))
     dispatch_format(format, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      if constexpr (sizeof(S) == 2)
+      if constexpr (reads_pairs_v<S>)
         if (block_jacobi_pairs(format, transpose, paired_rows)) {
           launch((M.nrows + 1) / 2, [&](std::int64_t t) { block_jacobi_pair_thread<S>(v, format, t, x, y); });
           return;
