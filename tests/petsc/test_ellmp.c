@@ -146,6 +146,48 @@ static PetscErrorCode CompareOperations(Mat E, Mat B, const char *what)
   return CompareOperationsOrdered(E, B, PETSC_FALSE, what);
 }
 
+/* MatSOR of E (ellmp: the stored rows swept in serial where AIJ would not take its inode SOR, else an AIJ copy)
+   bitwise that of B (AIJ with E's values): every sweep kind, omega and shift, its and lits. Square matrices with
+   every diagonal entry (AIJ's SOR reads past a row without one). */
+static PetscErrorCode CompareSOR(Mat E, Mat B, const char *what)
+{
+  Vec         b, x1, x2;
+  char        label[256];
+  PetscMPIInt size;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)E), &size));
+  PetscCall(MatCreateVecs(B, &x1, &b));
+  PetscCall(VecDuplicate(x1, &x2));
+  PetscCall(TestVecFill(b, 6));
+  const MatSORType serial[]   = {SOR_FORWARD_SWEEP, SOR_BACKWARD_SWEEP, SOR_SYMMETRIC_SWEEP, SOR_FORWARD_SWEEP | SOR_ZERO_INITIAL_GUESS,
+                                 SOR_BACKWARD_SWEEP | SOR_ZERO_INITIAL_GUESS, SOR_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS,
+                                 SOR_EISENSTAT, SOR_APPLY_UPPER, SOR_LOCAL_SYMMETRIC_SWEEP};
+  const MatSORType parallel[] = {SOR_LOCAL_FORWARD_SWEEP, SOR_LOCAL_BACKWARD_SWEEP, SOR_LOCAL_SYMMETRIC_SWEEP,
+                                 SOR_LOCAL_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS, SOR_LOCAL_FORWARD_SWEEP | SOR_ZERO_INITIAL_GUESS,
+                                 SOR_APPLY_UPPER}; /* (MPIAIJ's Eisenstat needs inodes) */
+  const MatSORType *flags = size > 1 ? parallel : serial;
+  const int         nflags = size > 1 ? 6 : 9;
+  const PetscReal   omegas[] = {1.0, 0.8, 1.3}, shifts[] = {0.0, 0.5};
+  for (int f = 0; f < nflags; f++)
+    for (int w = 0; w < 3; w++)
+      for (int h = 0; h < 2; h++)
+        for (PetscInt its = 1; its <= 2; its++) {
+          const PetscInt lits = 3 - its;
+          PetscCall(TestVecFill(x1, 7));
+          PetscCall(VecCopy(x1, x2));
+          PetscCall(MatSOR(E, b, omegas[w], flags[f], shifts[h], its, lits, x1));
+          PetscCall(MatSOR(B, b, omegas[w], flags[f], shifts[h], its, lits, x2));
+          PetscCall(PetscSNPrintf(label, sizeof label, "%s: MatSOR flag %d omega %g shift %g its %" PetscInt_FMT " lits %" PetscInt_FMT, what, (int)flags[f],
+                                  (double)omegas[w], (double)shifts[h], its, lits));
+          PetscCall(TestCheckBitwise(x1, x2, label));
+        }
+  PetscCall(VecDestroy(&b));
+  PetscCall(VecDestroy(&x1));
+  PetscCall(VecDestroy(&x2));
+  PetscFunctionReturn(0);
+}
+
 /* Assembles A (AIJ) and E (ellmp) after the same MatSetValues, then compares them bit for bit. */
 static PetscErrorCode AssembleAndCompare(Mat A, Mat E, const char *what)
 {
@@ -185,6 +227,7 @@ static PetscErrorCode TestStorage(const char *mode, double u, const TestMatOpts 
   PetscCall(CompareEntries(B, E, 0.0, what)); /* the conversion gives the stored values */
   PetscCall(CompareOperationsOrdered(E, B, strcmp(mode, "entrysplit") ? PETSC_FALSE : PETSC_TRUE, what));
   if (u == 0.0) PetscCall(CompareOperations(E, A, what)); /* lossless: AIJ's own results */
+  if (o->M == o->N && o->empty_every == 0) PetscCall(CompareSOR(E, B, what));
   { /* AIJ -> ellmp conversion stores the same values */
     Mat C;
     PetscCall(MatConvert(A, MATELLMP, MAT_INITIAL_MATRIX, &C));

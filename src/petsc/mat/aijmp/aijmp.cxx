@@ -129,6 +129,12 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
                step);
     s.assembly_step = step;
+    PetscBool aij_copy = s.sor_aij_copy ? PETSC_TRUE : PETSC_FALSE;
+    PetscCall(PetscOptionsBool("-mat_ellmp_sor_aij_copy",
+                               "MatSOR on an AIJ copy of the matrix (AIJ's memory while the matrix lives) instead of on "
+                               "the stored rows (the copy is always used where AIJ would take its inode SOR)",
+                               "MATELLMP", aij_copy, &aij_copy, nullptr));
+    s.sor_aij_copy = aij_copy;
   }
   PetscCall(PetscOptionsInt(
       OptionName(family, "threads"),
@@ -187,6 +193,9 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
                "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
                step);
     s.assembly_step = step;
+    PetscBool aij_copy = s.sor_aij_copy ? PETSC_TRUE : PETSC_FALSE;
+    PetscCall(PetscOptionsGetBool(options, prefix, "-mat_ellmp_sor_aij_copy", &aij_copy, nullptr));
+    s.sor_aij_copy = aij_copy;
     PetscFunctionReturn(0);
   }
   if (!(s.explicitly_set & kSetKernel)) {

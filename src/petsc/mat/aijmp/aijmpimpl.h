@@ -37,6 +37,8 @@ struct AIJMPSettings {
   // ellmp: nonzeros stored per step of an assembly, the assembly matrix's memory of the stored rows given back
   // after each (0: automatic)
   PetscInt64 assembly_step = 0;
+  // ellmp: MatSOR on an AIJ copy of the matrix instead of on the stored rows (-mat_ellmp_sor_aij_copy)
+  bool sor_aij_copy = false;
   // split storage: the segments products read, from the most significant (0: all, the exact values)
   PetscInt read_segments = 0;
   // split storage: a read level per local row for MatMult and MatMultAdd (null: read_segments for every row);

@@ -9,6 +9,7 @@
 
 #include "mat/aijmp/aijmpimpl.h"
 #include "petscmp/core/compact_rows.hpp"
+#include "sor.hpp"
 
 namespace petscmp {
 
@@ -20,6 +21,19 @@ struct AIJTwin {
   Mat aij                  = nullptr;
   PetscObjectState synced  = -1; // the matrix's state its values are
   PetscObjectState pattern = -1; // the matrix's nonzero state it was made for
+};
+
+// MatSOR on the stored rows (ellmp_sor.cxx): how the sweeps walk them and PETSc's inverted diagonal, for one state
+// of the values (SeqAIJ keeps the like: its diag, idiag, mdiag and ssor_work arrays).
+struct SorState {
+  PetscObjectState state    = -1; // the matrix's state `rows` was made for (-1: none yet)
+  const CompactCsr *compact = nullptr;
+  bool sweepable            = false; // the stored rows can be swept (else SOR runs on the AIJ twin)
+  SorRows rows;
+  bool idiag_valid = false;
+  PetscReal omega = 1, shift = 0; // what idiag was made with
+  std::vector<double> idiag, work;
+  PetscObjectState told = -1; // the state -info was last told the path of
 };
 
 struct SeqELLMP {
@@ -38,6 +52,7 @@ struct SeqELLMP {
   std::vector<std::pair<MatOption, PetscBool>> options; // MatSetOption calls, given to each assembly matrix
   PetscInt64 full_builds = 0, value_builds = 0;
   AIJTwin twin;
+  SorState sor;
   PetscLogDouble aij_allocated = 0, aij_mallocs = 0; // SeqAIJ's MatGetInfo figures of the last assembly (reported)
   std::vector<PetscInt> rowij_i, rowij_j;            // MatGetRowIJ's arrays, held until MatRestoreRowIJ
   std::vector<PetscScalar> block_inverse;            // MatInvertBlockDiagonal's result, owned by the matrix
@@ -87,6 +102,11 @@ PetscErrorCode SeqELLMPRefreshAIJ(Mat B, Mat aij);
 PetscErrorCode SeqELLMPTwin(Mat B, Mat *aij);
 // Stores the values of aij (an AIJ matrix with B's pattern, assembled) as B's (a value-only rebuild).
 PetscErrorCode SeqELLMPStoreValues(Mat B, Mat aij);
+// MatSOR of seqellmp: PETSc's MatSOR_SeqAIJ sweeps over the stored rows, bit for bit AIJ's; on the AIJ twin where
+// AIJ would use its inode SOR (inodes, omega 1, no shift), where a row has no diagonal entry, and with
+// -mat_ellmp_sor_aij_copy (ellmp_sor.cxx).
+PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec b, PetscReal omega, MatSORType flag, PetscReal shift, PetscInt its,
+                               PetscInt lits, Vec x);
 // The operations ellmp runs on its AIJ twin (seq and MPI): SOR and finite-difference coloring; Twin gives the twin
 // with the matrix's values, Store stores the twin's values back after a coloring filled them.
 template <PetscErrorCode (*Twin)(Mat, Mat *), PetscErrorCode (*Store)(Mat, Mat)> struct OpsThroughTwin {
@@ -96,7 +116,9 @@ template <PetscErrorCode (*Twin)(Mat, Mat *), PetscErrorCode (*Store)(Mat, Mat)>
     Mat T = nullptr;
     PetscFunctionBegin;
     PetscCall(Twin(A, &T));
-    PetscCall(MatSOR(T, b, omega, flag, shift, its, lits, x));
+    // the twin's own operation, as MPIAIJ calls its blocks': the vectors may be an MPI matrix's (this is its
+    // diagonal block), whose local arrays are the block's
+    PetscCall((*T->ops->sor)(T, b, omega, flag, shift, its, lits, x));
     PetscFunctionReturn(0);
   }
   static PetscErrorCode fdcoloringcreate(Mat A, ISColoring coloring, MatFDColoring c)

@@ -575,6 +575,55 @@ PetscErrorCode MatELLMPGetSettings_MPIELLMP(Mat A, AIJMPSettings **s)
   PetscFunctionReturn(0);
 }
 
+// MatSOR_MPIAIJ's local sweeps (PETSc 3.18), step for step, on the stored blocks: the diagonal block sweeps its own
+// rows (MatSOR_SeqELLMP: the stored rows, or its own SeqAIJ copy where AIJ would take its inode SOR), the
+// off-diagonal block's product updates the right-hand side. No MPIAIJ copy is made. Eisenstat runs on the MPIAIJ
+// twin: MPIAIJ's multiplies by the diagonal blocks of its inodes (and stops without them), which ellmp has no kernel
+// for. With -mat_ellmp_sor_aij_copy, everything runs on the twin.
+PetscErrorCode MatSOR_MPIELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, PetscReal fshift, PetscInt its,
+                               PetscInt lits, Vec xx)
+{
+  MPIELLMP *d = data_of(A);
+  Vec bb1     = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(check_stored(A));
+  if ((flag & SOR_EISENSTAT) || d->settings.sor_aij_copy) {
+    if (!d->twin.aij)
+      PetscCall(PetscInfo(A, "petscmp: SOR on an MPIAIJ copy of the matrix (AIJ's memory while it lives): %s\n",
+                          d->settings.sor_aij_copy ? "-mat_ellmp_sor_aij_copy" : "Eisenstat"));
+    PetscCall((OpsThroughTwin<twin_of, store_twin_values>::sor(A, bb, omega, flag, fshift, its, lits, xx)));
+    PetscFunctionReturn(0);
+  }
+  PetscErrorCode (*local_sor)(Mat, Vec, PetscReal, MatSORType, PetscReal, PetscInt, PetscInt, Vec) = d->diag->ops->sor;
+  if (flag == SOR_APPLY_UPPER) {
+    PetscCall(local_sor(d->diag, bb, omega, flag, fshift, lits, 1, xx));
+    PetscFunctionReturn(0);
+  }
+  // the sweep after each halo update: MPIAIJ's choice among the local flags, in its order
+  MatSORType sweep;
+  if ((flag & SOR_LOCAL_SYMMETRIC_SWEEP) == SOR_LOCAL_SYMMETRIC_SWEEP) sweep = SOR_SYMMETRIC_SWEEP;
+  else if (flag & SOR_LOCAL_FORWARD_SWEEP) sweep = SOR_FORWARD_SWEEP;
+  else if (flag & SOR_LOCAL_BACKWARD_SWEEP) sweep = SOR_BACKWARD_SWEEP;
+  else SETERRQ(PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Parallel SOR not supported");
+  if (its > 1 || ~flag & SOR_ZERO_INITIAL_GUESS) PetscCall(VecDuplicate(bb, &bb1));
+  if (flag & SOR_ZERO_INITIAL_GUESS) {
+    PetscCall(local_sor(d->diag, bb, omega, flag, fshift, lits, 1, xx));
+    its--;
+  }
+  while (its--) {
+    PetscCall(VecScatterBegin(d->scatter, xx, d->lvec, INSERT_VALUES, SCATTER_FORWARD));
+    PetscCall(VecScatterEnd(d->scatter, xx, d->lvec, INSERT_VALUES, SCATTER_FORWARD));
+    // bb1 = bb - B x
+    PetscCall(VecScale(d->lvec, -1.0));
+    PetscCall((*d->off->ops->multadd)(d->off, d->lvec, bb, bb1));
+    PetscCall(local_sor(d->diag, bb1, omega, sweep, fshift, lits, 1, xx));
+  }
+  PetscCall(VecDestroy(&bb1));
+  A->factorerrortype = d->diag->factorerrortype;
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode MatMult_MPIELLMP(Mat A, Vec x, Vec y)
 {
   MPIELLMP *d = data_of(A);
@@ -1027,6 +1076,7 @@ void set_operations(MatOps o)
   OpsThroughAIJ<to_mpiaij>::install(o);
   ValueChangesThroughAIJ<Change, to_mpiaij>::install(o);
   OpsThroughTwin<twin_of, store_twin_values>::install(o);
+  o->sor = MatSOR_MPIELLMP; // the local sweeps on the stored blocks
   o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
 

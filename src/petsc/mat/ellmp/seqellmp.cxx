@@ -32,11 +32,12 @@ SeqELLMP *data_of(Mat A)
 // PETSc's PetscObjectQueryFunction implementation (QueryFunction_SeqELLMP, below, filters it).
 PetscErrorCode (*petsc_queryfunction)(PetscObject, const char[], void (**)(void)) = nullptr;
 
-// The stored matrix changed: cached row reads are stale.
+// The stored matrix changed: cached row reads, and SOR's rows and diagonal, are stale.
 void forget_rows(SeqELLMP *d)
 {
   d->row_map    = CompactRowMap();
   d->cached_row = -1;
+  d->sor.state  = -1;
 }
 
 PetscErrorCode replay_options(Mat A, Mat aij)
@@ -1005,6 +1006,7 @@ void set_operations(MatOps o)
   OpsThroughAIJ<to_aij>::install(o);
   ValueChangesThroughAIJ<Change, to_aij>::install(o);
   OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::install(o);
+  o->sor = MatSOR_SeqELLMP; // on the stored rows (the twin where AIJ would use its inode SOR)
   o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
 

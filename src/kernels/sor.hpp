@@ -1,0 +1,64 @@
+// Successive over-relaxation (Gauss-Seidel, SSOR, Eisenstat) on the stored rows
+// of a CompactCsr: the sweeps of PETSc's MatSOR_SeqAIJ (PETSc 3.18, the path it
+// takes where it does not use inodes), operation for operation and in the same
+// order, so over the same values each sweep gives AIJ's result bit for bit.
+//
+// Only for copies whose rows SOR can walk in order: row-wise blocks with rows
+// ascending inside each block (no length-sorted windows, no entry split), every
+// row holding its diagonal entry, columns ascending in every row (sor_rows says
+// whether A is such a copy). AIJ's own SOR on a matrix without a diagonal entry
+// reads past the row; callers keep AIJ for those.
+//
+// Values are read in full (every segment of split storage): the sweeps see the
+// matrix that is stored, as an AIJ copy of it would.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "spmv.hpp"
+
+namespace petscmp {
+
+// How SOR walks A: runs of consecutive rows stored one after another in one
+// block, in ascending row order, and each row's diagonal entry: its value as
+// stored and its position (the row's entries before it are its lower
+// triangle, those after it the upper one, columns ascending).
+struct SorRows {
+  struct Run {
+    std::int64_t block = 0, first_row = 0, first_k = 0, count = 0; // rows first_row + j are block rows first_k + j
+  };
+  std::vector<Run> runs;
+  std::vector<double> diagonal;
+  std::vector<std::int32_t> diagonal_at; // the diagonal entry's position in its row (SeqAIJ's a->diag, per row)
+};
+
+// The sweeps of one MatSOR call (PETSc's flag bits as booleans).
+struct SorSweeps {
+  double omega = 1.0, shift = 0.0;
+  std::int64_t its = 1; // PETSc's its * lits
+  bool forward     = false;
+  bool backward    = false;
+  bool zero_guess  = false; // x is taken to be 0 on entry (the first sweeps do not read it)
+};
+
+namespace reference {
+// Fills rows for A; false where SOR cannot run on A's stored rows (see above).
+template <typename Index> bool sor_rows(const CompactCsr &A, CsrPattern<Index> pattern, SorRows &rows);
+// x = sweeps of SOR on A x = b. idiag[i] is PETSc's inverted diagonal (1 / a_ii
+// with omega 1 and no positive shift, else omega / (shift + a_ii)); work holds
+// nrows values (the saved lower-triangle sums of symmetric sweeps).
+template <typename Index>
+void sor(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const SorSweeps &s, const double *idiag,
+         double *work, const double *b, double *x);
+// Eisenstat's trick: x = (L + E)^-1 A (U + E)^-1 b with E = D / omega, as AIJ's SOR_EISENSTAT computes it.
+template <typename Index>
+void sor_eisenstat(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, double omega,
+                   const double *idiag, double *work, const double *b, double *x);
+// x = (U + (shift + D) / omega) b (SOR_APPLY_UPPER).
+template <typename Index>
+void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, double omega, double shift,
+                     const double *b, double *x);
+} // namespace reference
+
+} // namespace petscmp

@@ -1,0 +1,149 @@
+// MatSOR of seqellmp on the stored rows: PETSc's MatSOR_SeqAIJ (3.18) step for
+// step, the sweeps in the kernel (kernels/sor.hpp), the inverted diagonal, its
+// zero-pivot checks, the flag handling and the flop counts here, so that a
+// sweep gives AIJ's result bit for bit and -log_view counts what AIJ counts.
+// No AIJ copy is made: the memory ellmp saves stays saved under Gauss-Seidel
+// smoothers (PCSOR, PCMG's Chebyshev/SOR levels).
+//
+// AIJ's inode SOR (where AIJ found inodes and omega is 1 with no shift)
+// inverts the nodes' diagonal blocks: that path keeps running on the AIJ twin,
+// as do matrices with a row lacking its diagonal entry (AIJ then reads past
+// the row) and copies the sweeps cannot walk in order (sor.hpp).
+#include "mat/ellmp/ellmpimpl.h"
+
+namespace petscmp {
+namespace {
+
+SeqELLMP *data_of(Mat A)
+{
+  return static_cast<SeqELLMP *>(A->data);
+}
+
+// The rows and diagonal for the matrix's current values (made again after any change of them).
+PetscErrorCode update_rows(Mat A, SorState &s)
+{
+  SeqELLMP *d = data_of(A);
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  if (s.state == state && s.compact == d->compact.get()) PetscFunctionReturn(0);
+  s.idiag_valid = false;
+  PetscCall(guarded([&] { s.sweepable = reference::sor_rows(*d->compact, CsrPattern<PetscInt>{}, s.rows); }));
+  s.state   = state;
+  s.compact = d->compact.get();
+  if (s.sweepable) {
+    PetscCall(
+        PetscInfo(A, "petscmp: SOR sweeps the stored rows (%zu runs of rows; no AIJ copy)\n", s.rows.runs.size()));
+    s.told = state;
+  }
+  PetscFunctionReturn(0);
+}
+
+// PETSc's MatInvertDiagonal_SeqAIJ over the stored diagonal: 1 / a_ii for omega 1 without a positive shift (a zero
+// pivot is an error, or with a negative shift a recorded factor error), else omega / (shift + a_ii).
+PetscErrorCode invert_diagonal(Mat A, SorState &s, PetscReal omega, PetscReal fshift)
+{
+  const PetscInt m    = A->rmap->n;
+  const double *mdiag = s.rows.diagonal.data();
+
+  PetscFunctionBegin;
+  if (fshift != s.shift || omega != s.omega) s.idiag_valid = false;
+  if (s.idiag_valid) PetscFunctionReturn(0);
+  PetscCall(guarded([&] {
+    s.idiag.resize(static_cast<std::size_t>(m));
+    s.work.resize(static_cast<std::size_t>(m));
+  }));
+  double *idiag = s.idiag.data();
+  if (omega == 1.0 && PetscRealPart(fshift) <= 0.0) {
+    for (PetscInt i = 0; i < m; i++) {
+      if (!PetscAbsScalar(mdiag[i])) { // zero diagonal
+        if (PetscRealPart(fshift)) {
+          PetscCall(PetscInfo(A, "Zero diagonal on row %" PetscInt_FMT "\n", i));
+          A->factorerrortype             = MAT_FACTOR_NUMERIC_ZEROPIVOT;
+          A->factorerror_zeropivot_value = 0.0;
+          A->factorerror_zeropivot_row   = i;
+        } else
+          SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_INCOMP, "Zero diagonal on row %" PetscInt_FMT, i);
+      }
+      idiag[i] = 1.0 / mdiag[i];
+    }
+    PetscCall(PetscLogFlops(m));
+  } else {
+    for (PetscInt i = 0; i < m; i++)
+      idiag[i] = omega / (fshift + mdiag[i]);
+    PetscCall(PetscLogFlops(2.0 * m));
+  }
+  s.idiag_valid = true;
+  s.omega       = omega;
+  s.shift       = fshift;
+  PetscFunctionReturn(0);
+}
+
+} // namespace
+
+PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, PetscReal fshift, PetscInt its,
+                               PetscInt lits, Vec xx)
+{
+  SeqELLMP *d = data_of(A);
+  SorState &s = d->sor;
+  const PetscScalar *b;
+  PetscScalar *x;
+
+  PetscFunctionBegin;
+  PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+             "petscmp: the ellmp matrix must be assembled before MatSOR");
+  const bool inode_sor = d->inodes && omega == 1.0 && fshift == 0.0; // AIJ's MatSOR_SeqAIJ_Inode
+  if (!inode_sor && !d->settings.sor_aij_copy) PetscCall(update_rows(A, s));
+  if (inode_sor || d->settings.sor_aij_copy || !s.sweepable) {
+    PetscObjectState state;
+    PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+    if (s.told != state) // (once per state of the values)
+      PetscCall(PetscInfo(A, "petscmp: SOR on an AIJ copy of the matrix (AIJ's memory while it lives): %s\n",
+                          d->settings.sor_aij_copy ? "-mat_ellmp_sor_aij_copy"
+                          : inode_sor ? "AIJ's inode SOR (inodes, omega 1, no shift)"
+                                      : "a row has no diagonal entry, or the rows are stored out of order"));
+    s.told = state;
+    PetscCall((OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::sor(A, bb, omega, flag, fshift, its, lits, xx)));
+    PetscFunctionReturn(0);
+  }
+  its = its * lits;
+  PetscCall(invert_diagonal(A, s, omega, fshift));
+  const CompactCsr &c = *d->compact;
+  const CsrPattern<PetscInt> p{}; // every block holds its own indices
+  const PetscLogDouble nz = static_cast<PetscLogDouble>(c.stats.nnz), m = A->rmap->n;
+  PetscCall(VecGetArray(xx, &x));
+  PetscCall(VecGetArrayRead(bb, &b));
+  if (flag == SOR_APPLY_UPPER) { // (U + D/omega) b
+    PetscCall(guarded([&] { reference::sor_apply_upper(c, p, s.rows, omega, fshift, b, x); }));
+    PetscCall(PetscLogFlops(nz));
+  } else {
+    PetscCheck(flag != SOR_APPLY_LOWER, PETSC_COMM_SELF, PETSC_ERR_SUP, "SOR_APPLY_LOWER is not implemented");
+    if (flag & SOR_EISENSTAT) {
+      PetscCall(guarded([&] { reference::sor_eisenstat(c, p, s.rows, omega, s.idiag.data(), s.work.data(), b, x); }));
+      PetscCall(PetscLogFlops(6.0 * m - 1 + 2.0 * nz));
+    } else {
+      SorSweeps sweeps;
+      sweeps.omega      = omega;
+      sweeps.shift      = fshift;
+      sweeps.its        = its;
+      sweeps.forward    = (flag & SOR_FORWARD_SWEEP) || (flag & SOR_LOCAL_FORWARD_SWEEP);
+      sweeps.backward   = (flag & SOR_BACKWARD_SWEEP) || (flag & SOR_LOCAL_BACKWARD_SWEEP);
+      sweeps.zero_guess = flag & SOR_ZERO_INITIAL_GUESS;
+      PetscCall(guarded([&] { reference::sor(c, p, s.rows, sweeps, s.idiag.data(), s.work.data(), b, x); }));
+      // AIJ's counts: a sweep with a zero guess nz; later ones 2 nz forward, and backward 2 nz (whole rows) or nz
+      // (after a forward sweep saved the lower triangle)
+      PetscLogDouble flops = 0;
+      if (sweeps.zero_guess) flops += (sweeps.forward ? nz : 0) + (sweeps.backward ? nz : 0);
+      const PetscInt later = sweeps.zero_guess ? its - 1 : its;
+      if (later > 0)
+        flops += later * ((sweeps.forward ? 2.0 * nz : 0) + (sweeps.backward ? (sweeps.forward ? nz : 2.0 * nz) : 0));
+      PetscCall(PetscLogFlops(flops));
+    }
+  }
+  PetscCall(VecRestoreArrayRead(bb, &b));
+  PetscCall(VecRestoreArray(xx, &x));
+  PetscFunctionReturn(0);
+}
+
+} // namespace petscmp

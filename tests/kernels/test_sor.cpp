@@ -1,0 +1,308 @@
+// SOR on stored rows (sor.hpp) against PETSc's MatSOR_SeqAIJ written out here
+// over the CSR of the stored values (what an AIJ copy of the matrix holds): bit
+// for bit in every sweep kind, storage mode and layout.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "petscmp/core/accessor.hpp"
+#include "petscmp/core/compact_csr.hpp"
+#include "petscmp/core/compact_rows.hpp"
+#include "csr_matrices.hpp"
+#include "sor.hpp"
+
+using namespace petscmp;
+using namespace petscmp_test;
+
+namespace {
+
+// A CSR with a->diag as SeqAIJ marks it: the position of each row's diagonal entry.
+struct AijRows {
+  std::vector<std::int32_t> rowptr, cols, diag;
+  std::vector<double> vals;
+};
+
+AijRows stored_csr(const CompactCsr &c)
+{
+  AijRows a;
+  std::vector<std::int32_t> lengths(static_cast<std::size_t>(c.nrows));
+  compact_row_lengths(c, lengths.data());
+  a.rowptr.assign(static_cast<std::size_t>(c.nrows + 1), 0);
+  for (std::int64_t i = 0; i < c.nrows; ++i)
+    a.rowptr[i + 1] = a.rowptr[i] + lengths[i];
+  a.cols.resize(static_cast<std::size_t>(a.rowptr.back()));
+  a.vals.resize(a.cols.size());
+  read_compact_csr(c, a.rowptr.data(), a.cols.data(), a.vals.data());
+  for (std::int64_t i = 0; i < c.nrows; ++i) {
+    std::int32_t d = a.rowptr[i + 1];
+    for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+      if (a.cols[k] == i) d = k;
+    a.diag.push_back(d);
+  }
+  return a;
+}
+
+// The same for a copy that reads the master's pattern (CSR order): each stored value where the master has it.
+AijRows stored_csr_of_master(const CompactCsr &c, const Matrix<std::int32_t> &m)
+{
+  AijRows a;
+  a.rowptr = m.rowptr;
+  a.cols   = m.cols;
+  a.vals.assign(m.vals.size(), 0.0);
+  for (const RowBlock &block : c.blocks)
+    dispatch_block_values(block, 0, [&](auto tag) {
+      using S         = typename decltype(tag)::type;
+      const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
+      for (std::int64_t k = 0; k < block.row_count(); ++k) {
+        const std::int32_t row = static_cast<std::int32_t>(block.row(k)), start = m.rowptr[row];
+        for (std::int32_t e = 0; e < m.rowptr[row + 1] - start; ++e)
+          a.vals[start + e] = vals[static_cast<std::size_t>(block.value_index(k, e, start))];
+      }
+    });
+  for (std::int32_t i = 0; i < m.nrows; ++i) {
+    std::int32_t d = a.rowptr[i + 1];
+    for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+      if (a.cols[k] == i) d = k;
+    a.diag.push_back(d);
+  }
+  return a;
+}
+
+// MatSOR_SeqAIJ's non-inode path (PETSc 3.18), the flags as booleans; kind: 0 sweeps, 1 Eisenstat, 2 apply upper.
+void aij_sor(const AijRows &a, int kind, const SorSweeps &s, const double *b, double *x)
+{
+  const std::int32_t m = static_cast<std::int32_t>(a.diag.size());
+  std::vector<double> idiag(m), mdiag(m), t(m);
+  for (std::int32_t i = 0; i < m; ++i) {
+    mdiag[i] = a.vals[a.diag[i]];
+    idiag[i] = s.omega == 1.0 && s.shift <= 0.0 ? 1.0 / mdiag[i] : s.omega / (s.shift + mdiag[i]);
+  }
+  auto minus = [&](double &sum, const double *v, std::int32_t from, std::int32_t to) {
+    for (std::int32_t k = from; k < to; ++k)
+      sum -= a.vals[k] * v[a.cols[k]];
+  };
+  const double omega = s.omega;
+  if (kind == 2) {
+    for (std::int32_t i = 0; i < m; ++i) {
+      const double d = s.shift + mdiag[i];
+      double sum     = b[i] * d / omega;
+      for (std::int32_t k = a.diag[i] + 1; k < a.rowptr[i + 1]; ++k)
+        sum += a.vals[k] * b[a.cols[k]];
+      x[i] = sum;
+    }
+    return;
+  }
+  if (kind == 1) {
+    const double scale = (2.0 / omega) - 1.0;
+    for (std::int32_t i = m - 1; i >= 0; i--) {
+      double sum = b[i];
+      minus(sum, x, a.diag[i] + 1, a.rowptr[i + 1]);
+      x[i] = sum * idiag[i];
+    }
+    for (std::int32_t i = 0; i < m; i++)
+      t[i] = b[i] - scale * (a.vals[a.diag[i]]) * x[i];
+    for (std::int32_t i = 0; i < m; i++) {
+      double sum = t[i];
+      minus(sum, t.data(), a.rowptr[i], a.diag[i]);
+      t[i] = sum * idiag[i];
+      x[i] += t[i];
+    }
+    return;
+  }
+  std::int64_t its = s.its;
+  if (s.zero_guess) {
+    const double *xb = b;
+    if (s.forward) {
+      for (std::int32_t i = 0; i < m; i++) {
+        double sum = b[i];
+        minus(sum, x, a.rowptr[i], a.diag[i]);
+        t[i] = sum;
+        x[i] = sum * idiag[i];
+      }
+      xb = t.data();
+    }
+    if (s.backward)
+      for (std::int32_t i = m - 1; i >= 0; i--) {
+        double sum = xb[i];
+        minus(sum, x, a.diag[i] + 1, a.rowptr[i + 1]);
+        x[i] = xb == b ? sum * idiag[i] : (1 - omega) * x[i] + sum * idiag[i];
+      }
+    its--;
+  }
+  while (its-- > 0) {
+    const double *xb = b;
+    if (s.forward) {
+      for (std::int32_t i = 0; i < m; i++) {
+        double sum = b[i];
+        minus(sum, x, a.rowptr[i], a.diag[i]);
+        t[i] = sum;
+        minus(sum, x, a.diag[i] + 1, a.rowptr[i + 1]);
+        x[i] = (1. - omega) * x[i] + sum * idiag[i];
+      }
+      xb = t.data();
+    }
+    if (s.backward)
+      for (std::int32_t i = m - 1; i >= 0; i--) {
+        double sum = xb[i];
+        if (xb == b) {
+          minus(sum, x, a.rowptr[i], a.rowptr[i + 1]);
+          x[i] = (1. - omega) * x[i] + (sum + mdiag[i] * x[i]) * idiag[i];
+        } else {
+          minus(sum, x, a.diag[i] + 1, a.rowptr[i + 1]);
+          x[i] = (1. - omega) * x[i] + sum * idiag[i];
+        }
+      }
+  }
+}
+
+// 3 unknowns per node of a 1D chain of nodes, each node coupled to its neighbours by dense 3x3 blocks (rows of a
+// node share their columns: the node layout), values of the row classes.
+Matrix<std::int32_t> node_chain(std::int32_t nodes, unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  Matrix<std::int32_t> a;
+  a.nrows = a.ncols = 3 * nodes;
+  for (std::int32_t i = 0; i < a.nrows; ++i) {
+    const std::int32_t node = i / 3;
+    const int cls           = static_cast<int>(rng() % kClasses);
+    for (std::int32_t nb = node - 1; nb <= node + 1; ++nb)
+      if (nb >= 0 && nb < nodes)
+        for (int d = 0; d < 3; ++d) {
+          a.cols.push_back(3 * nb + d);
+          a.vals.push_back(class_value(cls, rng) + (3 * nb + d == i ? 8.0 : 0.0));
+        }
+    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+  }
+  return a;
+}
+
+bool same(double a, double b)
+{
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+struct Case {
+  StorageMode mode;
+  Layout layout;
+  bool nodes;       // the node chain (else a 7-point stencil with mixed row classes)
+  bool own_indices; // ellmp's copies; else the master pattern is passed (aijmp's)
+};
+
+std::string case_name(const Case &c)
+{
+  return std::string(storage_mode_name(c.mode)) + "_" + layout_name(c.layout) + (c.nodes ? "_nodes" : "_stencil") +
+         (c.own_indices ? "_own" : "_master");
+}
+void PrintTo(const Case &c, std::ostream *os)
+{
+  *os << case_name(c);
+}
+
+class Sor : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Sor, BitwiseAijSweeps)
+{
+  const Case c = GetParam();
+  const auto a = c.nodes ? node_chain(700, 3u) : stencil_matrix<std::int32_t>(13, 7, Shape::fragmented, 5u, 0);
+  StorageOptions opts;
+  opts.mode             = c.mode;
+  opts.layout           = c.layout;
+  opts.own_indices      = c.own_indices;
+  const CompactCsr copy = build_compact_csr(a.view(), opts);
+  const auto pattern    = c.own_indices ? CsrPattern<std::int32_t>{} : a.pattern();
+  SorRows rows;
+  ASSERT_TRUE(reference::sor_rows(copy, pattern, rows));
+  const AijRows aij           = c.own_indices ? stored_csr(copy) : stored_csr_of_master(copy, a);
+  const std::size_t n         = static_cast<std::size_t>(a.nrows);
+  const std::vector<double> b = random_vector(n, 7u), x0 = random_vector(n, 8u);
+  std::vector<double> work(n);
+
+  struct Sweep {
+    const char *name;
+    int kind;
+    bool forward, backward, zero_guess;
+  };
+  const Sweep sweeps[] = {{"forward", 0, true, false, false},      {"backward", 0, false, true, false},
+                          {"symmetric", 0, true, true, false},     {"forward zero", 0, true, false, true},
+                          {"backward zero", 0, false, true, true}, {"symmetric zero", 0, true, true, true},
+                          {"eisenstat", 1, false, false, false},   {"apply upper", 2, false, false, false}};
+  for (const Sweep &sw : sweeps)
+    for (double omega : {1.0, 0.7, 1.4})
+      for (double shift : {0.0, 0.25, -0.5})
+        for (std::int64_t its : {1, 3}) {
+          SorSweeps s;
+          s.omega      = omega;
+          s.shift      = shift;
+          s.its        = its;
+          s.forward    = sw.forward;
+          s.backward   = sw.backward;
+          s.zero_guess = sw.zero_guess;
+          std::vector<double> idiag(n), x = x0, expect = x0;
+          for (std::size_t i = 0; i < n; ++i)
+            idiag[i] = omega == 1.0 && shift <= 0.0 ? 1.0 / rows.diagonal[i] : omega / (shift + rows.diagonal[i]);
+          aij_sor(aij, sw.kind, s, b.data(), expect.data());
+          if (sw.kind == 0)
+            reference::sor(copy, pattern, rows, s, idiag.data(), work.data(), b.data(), x.data());
+          else if (sw.kind == 1)
+            reference::sor_eisenstat(copy, pattern, rows, omega, idiag.data(), work.data(), b.data(), x.data());
+          else
+            reference::sor_apply_upper(copy, pattern, rows, omega, shift, b.data(), x.data());
+          for (std::size_t i = 0; i < n; ++i)
+            ASSERT_TRUE(same(x[i], expect[i])) << sw.name << " omega " << omega << " shift " << shift << " its " << its
+                                               << ": row " << i << " " << x[i] << " vs AIJ's " << expect[i];
+        }
+}
+
+std::vector<Case> cases()
+{
+  std::vector<Case> out;
+  for (StorageMode m : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
+                        StorageMode::split2, StorageMode::split4})
+    for (bool nodes : {false, true}) {
+      out.push_back({m, Layout::automatic, nodes, true});
+      out.push_back({m, Layout::sliced, nodes, true});
+      out.push_back({m, Layout::csr, nodes, false});
+      if (nodes) out.push_back({m, Layout::node, nodes, true});
+    }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Sor, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case> &i) { return case_name(i.param); });
+
+// Copies SOR cannot walk say so: a row without its diagonal, a rectangular matrix, an entry split.
+TEST(SorRowsRefused, MissingDiagonalRectangularEntrySplit)
+{
+  auto a = stencil_matrix<std::int32_t>(6, 7, Shape::fragmented, 2u, 0);
+  SorRows rows;
+  {
+    const CompactCsr c = build_compact_csr(a.view(), StorageOptions{});
+    ASSERT_TRUE(reference::sor_rows(c, a.pattern(), rows));
+    ASSERT_EQ(rows.diagonal.size(), static_cast<std::size_t>(a.nrows));
+  }
+  Matrix<std::int32_t> holed; // a without the diagonal entry of row 40
+  holed.nrows = holed.ncols = a.nrows;
+  for (std::int32_t i = 0; i < a.nrows; ++i) {
+    for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+      if (!(i == 40 && a.cols[k] == 40)) {
+        holed.cols.push_back(a.cols[k]);
+        holed.vals.push_back(a.vals[k]);
+      }
+    holed.rowptr.push_back(static_cast<std::int32_t>(holed.cols.size()));
+  }
+  StorageOptions own;
+  own.own_indices = true;
+  EXPECT_FALSE(reference::sor_rows(build_compact_csr(holed.view(), own), CsrPattern<std::int32_t>{}, rows));
+  EXPECT_TRUE(rows.runs.empty());
+  const auto wide = random_matrix<std::int32_t>(50, 80, Shape::fragmented, 3u);
+  EXPECT_FALSE(reference::sor_rows(build_compact_csr(wide.view(), own), CsrPattern<std::int32_t>{}, rows));
+  StorageOptions split;
+  split.mode = StorageMode::entrysplit;
+  EXPECT_FALSE(reference::sor_rows(build_compact_csr(a.view(), split), a.pattern(), rows));
+}
+
+} // namespace
