@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "petscmp/core/omp.hpp"
+
 namespace petscmp {
 
 namespace {
@@ -15,6 +17,7 @@ struct RowSource {
   const RowBlock *block = nullptr;
   std::int64_t k        = 0; // block row
   std::int64_t length   = 0;
+  std::int64_t node     = 0; // node layout: the node holding block row k
 };
 
 // Calls fn(e, value_index, column) for every entry of block row k.
@@ -49,82 +52,192 @@ template <typename Index> std::int64_t row_length(const RowBlock &b, const Index
   return rowptr[b.row(k) + 1] - rowptr[b.row(k)];
 }
 
-// Stores the part's columns as 16-bit offsets from each slice's smallest
-// column when every slice's columns lie within 2^16 of it.
-void narrow_columns(SellPart &p, int C)
-{
-  std::vector<std::int32_t> base(static_cast<std::size_t>(p.slices), 0);
-  for (std::int64_t q = 0; q < p.slices; ++q) {
-    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
-    for (std::int64_t l = q * C; l < (q + 1) * C; ++l) {
-      const std::int64_t first = p.slice_offsets[static_cast<std::size_t>(q)] + l % C;
-      for (std::int64_t e = 0; e < p.lengths[static_cast<std::size_t>(l)]; ++e) {
-        const std::int64_t col = p.cols[static_cast<std::size_t>(first + e * C)];
-        lo                     = std::min(lo, col);
-        hi                     = std::max(hi, col);
-      }
-    }
-    if (hi < 0) continue; // no entries
-    if (hi - lo > std::numeric_limits<std::uint16_t>::max()) return;
-    base[static_cast<std::size_t>(q)] = static_cast<std::int32_t>(lo);
+// Where one row's entries are in its block: value e at word first + e *
+// stride (of each plane, for split storage), column e read by column(e).
+template <typename Index> struct SourceRow {
+  std::int64_t first = 0, stride = 1, n = 0;
+  // columns: 32-bit (cols32) or 16-bit (cols16) indices col_stride apart plus
+  // shift, or the master's (master)
+  const std::int32_t *cols32  = nullptr;
+  const std::uint16_t *cols16 = nullptr;
+  const Index *master         = nullptr;
+  std::int64_t col_stride = 1, shift = 0;
+  std::int64_t column(std::int64_t e) const
+  {
+    if (cols32) return shift + cols32[e * col_stride];
+    if (cols16) return shift + cols16[e * col_stride];
+    return static_cast<std::int64_t>(master[e]);
   }
-  p.narrow_cols.assign(p.cols.size(), 0);
-  for (std::int64_t q = 0; q < p.slices; ++q)
-    for (std::int64_t l = q * C; l < (q + 1) * C; ++l) {
-      const std::int64_t first = p.slice_offsets[static_cast<std::size_t>(q)] + l % C;
-      for (std::int64_t e = 0; e < p.lengths[static_cast<std::size_t>(l)]; ++e) {
-        const std::size_t at = static_cast<std::size_t>(first + e * C);
-        p.narrow_cols[at]    = static_cast<std::uint16_t>(p.cols[at] - base[static_cast<std::size_t>(q)]);
-      }
+};
+
+template <typename Index> SourceRow<Index> source_row(const RowSource &s, const Index *rowptr, const Index *master_cols)
+{
+  SourceRow<Index> r;
+  const RowBlock &b = *s.block;
+  r.n               = s.length;
+  if (r.n == 0) return r;
+  if (b.node_layout()) {
+    const NodeInfo &nd      = b.nodes[static_cast<std::size_t>(s.node)];
+    const unsigned char *at = b.node_cols.as<unsigned char>() + nd.indices;
+    r.first                 = nd.values + (s.k - nd.first);
+    r.stride                = nd.rows;
+    if (nd.wide)
+      r.cols32 = reinterpret_cast<const std::int32_t *>(at);
+    else {
+      r.cols16 = reinterpret_cast<const std::uint16_t *>(at);
+      r.shift  = nd.col_base;
     }
-  p.slice_base = std::move(base);
-  std::vector<std::int32_t>().swap(p.cols);
+    return r;
+  }
+  if (b.sliced()) {
+    const std::int64_t q = s.k / kSliceRows, lane = s.k % kSliceRows,
+                       at = b.slice_col_offsets[static_cast<std::size_t>(q)];
+    r.first               = b.slice_offsets[static_cast<std::size_t>(q)] + lane;
+    r.stride              = kSliceRows;
+    if (b.shifted_slice(q)) {
+      r.cols32 = b.cols.data() + at;
+      r.shift  = lane;
+    } else if (b.narrow_slice(q)) {
+      r.cols16     = b.narrow_offsets(q) + lane;
+      r.shift      = b.narrow_base(q);
+      r.col_stride = kSliceRows;
+    } else {
+      r.cols32     = b.cols.data() + at + lane;
+      r.col_stride = kSliceRows;
+    }
+    return r;
+  }
+  const std::int64_t start = rowptr[b.row(s.k)];
+  r.first                  = b.value_index(s.k, 0, start);
+  r.master                 = master_cols + start;
+  return r;
 }
 
+// Calls fn(Word{}) with the unsigned type of `word` bytes (the bytes of one stored value, or of one plane's segment).
+template <typename Fn> void dispatch_word(std::size_t word, Fn &&fn)
+{
+  switch (word) {
+  case 1:
+    return fn(std::uint8_t{});
+  case 2:
+    return fn(std::uint16_t{});
+  case 4:
+    return fn(std::uint32_t{});
+  default:
+    return fn(std::uint64_t{});
+  }
+}
+
+// Copies the columns of one row: narrow (16-bit offsets from base, out16) or 32-bit (out32), C apart.
+template <typename Index, typename Out>
+void copy_columns(const SourceRow<Index> &r, std::int64_t base, Out *out, std::int64_t C)
+{
+  if (r.cols32)
+    for (std::int64_t e = 0; e < r.n; ++e)
+      out[e * C] = static_cast<Out>(r.shift + r.cols32[e * r.col_stride] - base);
+  else if (r.cols16)
+    for (std::int64_t e = 0; e < r.n; ++e)
+      out[e * C] = static_cast<Out>(r.shift + r.cols16[e * r.col_stride] - base);
+  else
+    for (std::int64_t e = 0; e < r.n; ++e)
+      out[e * C] = static_cast<Out>(static_cast<std::int64_t>(r.master[e]) - base);
+}
+
+// The part's slices, its rows' entries copied bit for bit: the values of every
+// plane, the columns as 16-bit offsets from each slice's smallest column where
+// every slice's columns lie within 2^16 of it (a row's columns ascend: its
+// first and last bound them), else 32-bit. Slices are filled independently
+// (threads > 1: OpenMP threads).
 template <typename Index>
-SellPart make_part(std::vector<RowSource> &&sources, const std::vector<std::int64_t> &source_rows, const Index *rowptr,
-                   const Index *master_cols, int C, Format format, int segments)
+SellPart make_part(const std::vector<RowSource> &by_row, const std::vector<std::int32_t> &part_rows,
+                   const Index *rowptr, const Index *master_cols, int C, Format format, int segments, int threads)
 {
   SellPart p;
-  p.format                = format;
-  p.segments              = segments;
-  const std::int64_t nr   = static_cast<std::int64_t>(sources.size());
-  p.slices                = (nr + C - 1) / C;
+  p.format              = format;
+  p.segments            = segments;
+  const std::int64_t nr = static_cast<std::int64_t>(part_rows.size());
+  p.slices              = (nr + C - 1) / C;
+  auto source           = [&](std::int64_t i) -> const RowSource           &{
+    return by_row[static_cast<std::size_t>(part_rows[static_cast<std::size_t>(i)])];
+  };
   const std::size_t lanes = static_cast<std::size_t>(p.slices * C);
   p.rows.assign(lanes, -1);
   p.lengths.assign(lanes, 0);
   p.slice_offsets.assign(static_cast<std::size_t>(p.slices + 1), 0);
+  std::vector<std::int32_t> base(static_cast<std::size_t>(p.slices), 0);
+  bool narrow = true;
   for (std::int64_t q = 0; q < p.slices; ++q) {
-    std::int64_t width = 0;
+    std::int64_t width = 0, lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
     for (std::int64_t l = 0; l < C && q * C + l < nr; ++l) {
       const std::int64_t i                   = q * C + l;
-      p.rows[static_cast<std::size_t>(i)]    = static_cast<std::int32_t>(source_rows[static_cast<std::size_t>(i)]);
-      p.lengths[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(sources[static_cast<std::size_t>(i)].length);
-      width                                  = std::max(width, sources[static_cast<std::size_t>(i)].length);
+      const RowSource &s                     = source(i);
+      p.rows[static_cast<std::size_t>(i)]    = part_rows[static_cast<std::size_t>(i)];
+      p.lengths[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(s.length);
+      width                                  = std::max(width, s.length);
+      if (s.length > 0) {
+        const SourceRow<Index> r = source_row(s, rowptr, master_cols);
+        lo                       = std::min(lo, r.column(0));
+        hi                       = std::max(hi, r.column(r.n - 1));
+      }
     }
     p.slice_offsets[static_cast<std::size_t>(q + 1)] = p.slice_offsets[static_cast<std::size_t>(q)] + width * C;
+    if (hi >= 0) {
+      base[static_cast<std::size_t>(q)] = static_cast<std::int32_t>(lo);
+      narrow                            = narrow && hi - lo <= std::numeric_limits<std::uint16_t>::max();
+    }
   }
   const std::int64_t stored = p.stored();
   const std::size_t word    = segments > 1 ? 8 / static_cast<std::size_t>(segments) : format_bytes(format);
   const int planes          = segments > 1 ? segments : 1;
   p.plane_stride            = segments > 1 ? stored : 0;
-  p.cols.assign(static_cast<std::size_t>(stored), 0);
-  p.values.resize(static_cast<std::size_t>(stored) * word * planes); // zeros: the padding's values
-  unsigned char *out = p.values.as<unsigned char>();
-  for (std::int64_t i = 0; i < nr; ++i) {
-    const RowSource &s       = sources[static_cast<std::size_t>(i)];
-    const std::int64_t first = p.slice_offsets[static_cast<std::size_t>(i / C)] + i % C;
-    const unsigned char *in  = s.block->values.as<unsigned char>();
-    if (s.length == 0) continue; // (a row of no block has no block to read)
-    for_each_entry(*s.block, rowptr, master_cols, s.k, [&](std::int64_t e, std::int64_t at, std::int64_t col) {
-      const std::int64_t to                = first + e * C;
-      p.cols[static_cast<std::size_t>(to)] = static_cast<std::int32_t>(col);
-      for (int plane = 0; plane < planes; ++plane) // the value's bytes as stored: no conversion
-        std::memcpy(out + (plane * stored + to) * static_cast<std::int64_t>(word),
-                    in + (plane * s.block->plane_stride + at) * static_cast<std::int64_t>(word), word);
-    });
+  // every element is written once below, padding included (no zeroing pass: fresh pages are touched once)
+  if (narrow) {
+    p.narrow_cols.allocate(static_cast<std::size_t>(stored));
+    p.slice_base = std::move(base);
+  } else {
+    p.cols.allocate(static_cast<std::size_t>(stored));
   }
-  narrow_columns(p, C);
+  p.values.resize_uninitialized(static_cast<std::size_t>(stored) * word * planes);
+  (void)threads;
+  dispatch_word(word, [&](auto word_type) {
+    using Word = decltype(word_type);
+    Word *out  = p.values.as<Word>();
+    PETSCMP_OMP(omp parallel for num_threads(threads) schedule(static, 256) if (threads > 1))
+    for (std::int64_t q = 0; q < p.slices; ++q) {
+      const std::int64_t from  = p.slice_offsets[static_cast<std::size_t>(q)];
+      const std::int64_t width = (p.slice_offsets[static_cast<std::size_t>(q + 1)] - from) / C;
+      for (std::int64_t l = 0; l < C; ++l) {
+        const std::int64_t first = from + l;
+        std::int64_t n           = 0; // the row's entries; the rest of its lane is padding: value 0, column 0
+        if (q * C + l < nr) {
+          const RowSource &s = source(q * C + l);
+          if (s.length > 0) { // (a row of no block has no block to read)
+            const SourceRow<Index> r = source_row(s, rowptr, master_cols);
+            const Word *in           = s.block->values.as<Word>();
+            for (int plane = 0; plane < planes; ++plane) { // the value's bytes as stored: no conversion
+              const Word *src = in + plane * s.block->plane_stride + r.first;
+              Word *dst       = out + plane * stored + first;
+              for (std::int64_t e = 0; e < r.n; ++e)
+                dst[e * C] = src[e * r.stride];
+            }
+            if (narrow)
+              copy_columns(r, p.slice_base[static_cast<std::size_t>(q)], p.narrow_cols.data() + first, C);
+            else
+              copy_columns(r, 0, p.cols.data() + first, C);
+            n = r.n;
+          }
+        }
+        for (std::int64_t e = n; e < width; ++e) {
+          for (int plane = 0; plane < planes; ++plane)
+            out[plane * stored + first + e * C] = 0;
+          if (narrow)
+            p.narrow_cols[static_cast<std::size_t>(first + e * C)] = 0;
+          else
+            p.cols[static_cast<std::size_t>(first + e * C)] = 0;
+        }
+      }
+    }
+  });
   return p;
 }
 
@@ -133,9 +246,17 @@ template <typename Index> std::vector<RowSource> row_sources(const CompactCsr &A
 {
   static const RowBlock empty_block;
   std::vector<RowSource> by_row(static_cast<std::size_t>(A.nrows), RowSource{&empty_block, 0, 0});
-  for (const RowBlock &b : A.blocks)
-    for (std::int64_t k = 0; k < b.row_count(); ++k)
-      by_row[static_cast<std::size_t>(b.row(k))] = {&b, k, row_length(b, rowptr, k)};
+  for (const RowBlock &b : A.blocks) {
+    std::int64_t node = 0; // (nodes follow the block rows: walked, not searched)
+    for (std::int64_t k = 0; k < b.row_count(); ++k) {
+      if (b.node_layout())
+        while (k >= b.nodes[static_cast<std::size_t>(node)].first + b.nodes[static_cast<std::size_t>(node)].rows)
+          ++node;
+      const std::int64_t length =
+          b.node_layout() ? b.nodes[static_cast<std::size_t>(node)].length : row_length(b, rowptr, k);
+      by_row[static_cast<std::size_t>(b.row(k))] = {&b, k, length, node};
+    }
+  }
   return by_row;
 }
 
@@ -159,7 +280,7 @@ std::int64_t SellCopy::bytes() const
 }
 
 template <typename Index>
-SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *cols, int slice_rows)
+SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *cols, int slice_rows, int threads)
 {
   check_copyable(A, slice_rows);
   SellCopy c;
@@ -168,15 +289,15 @@ SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *c
   c.order      = A.order;
   c.slice_rows = slice_rows;
   c.nnz        = A.stats.nnz;
-  // one part per storage type, rows in ascending order within it
+  // one part per storage type, rows in ascending order within it; rows of no block are empty: they join the first
+  // part with no entries
   struct Group {
     Format format;
     int segments;
-    std::vector<RowSource> sources;
-    std::vector<std::int64_t> rows;
+    std::vector<std::int32_t> short_rows, long_rows; // long rows: a part of their own (slices of one row, a warp each)
   };
   std::vector<Group> groups;
-  std::vector<std::int64_t> owner(static_cast<std::size_t>(A.nrows), -1);
+  std::vector<std::uint16_t> group_of(static_cast<std::size_t>(A.nrows), 0);
   for (const RowBlock &b : A.blocks) {
     const int segments = b.segments > 1 ? b.segments : 0;
     std::size_t g      = 0;
@@ -184,32 +305,21 @@ SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *c
       ++g;
     if (g == groups.size()) groups.push_back({b.format, segments, {}, {}});
     for (std::int64_t k = 0; k < b.row_count(); ++k)
-      owner[static_cast<std::size_t>(b.row(k))] = static_cast<std::int64_t>(g);
+      group_of[static_cast<std::size_t>(b.row(k))] = static_cast<std::uint16_t>(g);
   }
   if (groups.empty()) groups.push_back({Format::fp64, 0, {}, {}});
-  // rows of no block are empty: they join the first part with no entries
   const std::vector<RowSource> by_row = row_sources(A, rowptr);
   for (std::int64_t i = 0; i < A.nrows; ++i) {
-    std::int64_t g    = owner[static_cast<std::size_t>(i)];
-    const RowSource s = by_row[static_cast<std::size_t>(i)];
-    if (g < 0) g = 0;
-    groups[static_cast<std::size_t>(g)].sources.push_back(s);
-    groups[static_cast<std::size_t>(g)].rows.push_back(i);
+    Group &g = groups[group_of[static_cast<std::size_t>(i)]];
+    (by_row[static_cast<std::size_t>(i)].length > kWarpRowLength ? g.long_rows : g.short_rows)
+        .push_back(static_cast<std::int32_t>(i));
   }
-  for (Group &g : groups) {
-    // long rows to a part of their own (slices of one row, a warp each)
-    std::vector<RowSource> short_sources, long_sources;
-    std::vector<std::int64_t> short_rows, long_rows;
-    for (std::size_t i = 0; i < g.rows.size(); ++i) {
-      const bool is_long = g.sources[i].length > kWarpRowLength;
-      (is_long ? long_sources : short_sources).push_back(g.sources[i]);
-      (is_long ? long_rows : short_rows).push_back(g.rows[i]);
-    }
-    if (!short_rows.empty() || long_rows.empty())
-      c.parts.push_back(
-          make_part(std::move(short_sources), short_rows, rowptr, cols, slice_rows, g.format, g.segments));
-    if (!long_rows.empty()) {
-      c.parts.push_back(make_part(std::move(long_sources), long_rows, rowptr, cols, 1, g.format, g.segments));
+  std::vector<std::uint16_t>().swap(group_of);
+  for (const Group &g : groups) {
+    if (!g.short_rows.empty() || g.long_rows.empty())
+      c.parts.push_back(make_part(by_row, g.short_rows, rowptr, cols, slice_rows, g.format, g.segments, threads));
+    if (!g.long_rows.empty()) {
+      c.parts.push_back(make_part(by_row, g.long_rows, rowptr, cols, 1, g.format, g.segments, threads));
       c.parts.back().warp_rows = true;
     }
   }
@@ -217,7 +327,8 @@ SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *c
 }
 
 template <typename Index>
-SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Index *cols, int read, int slice_rows)
+SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Index *cols, int read, int slice_rows,
+                             int threads)
 {
   check_copyable(A, slice_rows);
   const std::vector<RowSource> by_row = row_sources(A, rowptr);
@@ -258,18 +369,21 @@ SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Ind
   opts.mode           = StorageMode::lossless;
   opts.order          = SumOrder::sequential;
   opts.layout         = Layout::csr;
+  opts.threads        = threads;
   const CompactCsr AT = build_compact_csr(t, opts);
-  return make_sell_copy(AT, t.rowptr, t.cols, slice_rows);
+  return make_sell_copy(AT, t.rowptr, t.cols, slice_rows, threads);
 }
 
-template SellCopy make_sell_copy<std::int32_t>(const CompactCsr &, const std::int32_t *, const std::int32_t *, int);
-template SellCopy make_sell_copy<std::int64_t>(const CompactCsr &, const std::int64_t *, const std::int64_t *, int);
+template SellCopy make_sell_copy<std::int32_t>(const CompactCsr &, const std::int32_t *, const std::int32_t *, int,
+                                               int);
+template SellCopy make_sell_copy<std::int64_t>(const CompactCsr &, const std::int64_t *, const std::int64_t *, int,
+                                               int);
 
 } // namespace petscmp
 
 namespace petscmp {
 template SellCopy make_sell_transpose<std::int32_t>(const CompactCsr &, const std::int32_t *, const std::int32_t *, int,
-                                                    int);
+                                                    int, int);
 template SellCopy make_sell_transpose<std::int64_t>(const CompactCsr &, const std::int64_t *, const std::int64_t *, int,
-                                                    int);
+                                                    int, int);
 } // namespace petscmp

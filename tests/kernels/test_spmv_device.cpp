@@ -402,6 +402,48 @@ TEST(SellCopy, LongRowsHaveWarpPerRowParts)
   EXPECT_GT(long_rows, 100);
 }
 
+// Threads fill the slices of the copy: the copy is the same, every array byte for byte, with nodes, slices,
+// split planes, narrow and wide columns and long rows.
+TEST(SellCopy, ThreadsMakeTheSameCopy)
+{
+  RowRecipe nodes                              = kRows;
+  nodes.max_node_rows                          = 4;
+  const Matrix<std::int32_t> mats[]            = {random_matrix<std::int32_t>(9000, 9000, Shape::fragmented, 70, nodes),
+                                                  random_matrix<std::int32_t>(9000, 150000, Shape::runs, 71, kRows)};
+  const std::pair<StorageMode, Layout> kinds[] = {{StorageMode::lossless, Layout::automatic},
+                                                  {StorageMode::fp16, Layout::sliced},
+                                                  {StorageMode::split4, Layout::node},
+                                                  {StorageMode::fp32, Layout::csr}};
+  for (const auto &a : mats)
+    for (const auto &[mode, layout] : kinds) {
+      StorageOptions opts;
+      opts.mode            = mode;
+      opts.layout          = layout;
+      const CompactCsr A   = build_compact_csr(a.view(), opts);
+      const SellCopy one   = make_sell_copy(A, a.rowptr.data(), a.cols.data(), kGpuSliceRows, 1);
+      const SellCopy three = make_sell_copy(A, a.rowptr.data(), a.cols.data(), kGpuSliceRows, 3);
+      ASSERT_EQ(one.parts.size(), three.parts.size());
+      for (std::size_t i = 0; i < one.parts.size(); ++i) {
+        const SellPart &p = one.parts[i], &q = three.parts[i];
+        EXPECT_EQ(p.format, q.format);
+        EXPECT_EQ(p.segments, q.segments);
+        EXPECT_EQ(p.warp_rows, q.warp_rows);
+        EXPECT_EQ(p.rows, q.rows);
+        EXPECT_EQ(p.lengths, q.lengths);
+        EXPECT_EQ(p.slice_offsets, q.slice_offsets);
+        auto same_array = [](const auto &u, const auto &v) {
+          return u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof u[0]) == 0);
+        };
+        EXPECT_TRUE(same_array(p.cols, q.cols));
+        EXPECT_TRUE(same_array(p.narrow_cols, q.narrow_cols));
+        EXPECT_EQ(p.slice_base, q.slice_base);
+        ASSERT_EQ(p.values.size(), q.values.size());
+        EXPECT_EQ(std::memcmp(p.values.as<unsigned char>(), q.values.as<unsigned char>(), p.values.size()), 0)
+            << storage_mode_name(mode) << " " << layout_name(layout) << ": part " << i << "'s values differ";
+      }
+    }
+}
+
 TEST(SellCopy, EntrySplitIsRefused)
 {
   const Matrix<std::int32_t> a = random_matrix<std::int32_t>(100, 100, Shape::runs, 67, kRows);

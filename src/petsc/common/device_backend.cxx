@@ -63,7 +63,7 @@ void DeviceMirror::clear()
 }
 
 void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 generation, const CsrView<PetscInt> &view,
-                         bool transpose, int read, const double *x, const double *z, double *y)
+                         bool transpose, int read, const double *x, const double *z, double *y, int threads)
 {
   if (m.source != &c || m.generation != generation) {
     m.clear();
@@ -72,8 +72,8 @@ void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 genera
   }
   std::unique_ptr<DeviceMirror::Copy> &copy = transpose ? m.transposes[read] : m.mult;
   if (!copy) {
-    SellCopy s =
-        transpose ? make_sell_transpose(c, view.rowptr, view.cols, read) : make_sell_copy(c, view.rowptr, view.cols);
+    SellCopy s = transpose ? make_sell_transpose(c, view.rowptr, view.cols, read, kGpuSliceRows, threads)
+                           : make_sell_copy(c, view.rowptr, view.cols, kGpuSliceRows, threads);
     m.bytes += static_cast<double>(s.bytes());
     copy = std::make_unique<DeviceMirror::Copy>(std::move(s));
     ++m.builds;

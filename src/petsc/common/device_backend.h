@@ -46,9 +46,10 @@ struct DeviceMirror {
 // `generation` of its matrix (view: its master pattern), reading `read`
 // segments of split storage. z may alias y. The mirror is made first where it
 // is stale. Throws StorageError where the device path cannot serve c (an entry
-// split): callers check DeviceMirrorServes first.
+// split): callers check DeviceMirrorServes first. threads: the host threads
+// that make the mirror's copy (the matrix's -mat_*_threads).
 void DeviceMirrorProduct(DeviceMirror &m, const CompactCsr &c, PetscInt64 generation, const CsrView<PetscInt> &view,
-                         bool transpose, int read, const double *x, const double *z, double *y);
+                         bool transpose, int read, const double *x, const double *z, double *y, int threads);
 
 // apbjacobi's blocks where the backend reads them; dropped (clear) whenever
 // the preconditioner's storage is made anew.

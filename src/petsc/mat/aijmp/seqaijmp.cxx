@@ -291,7 +291,7 @@ PetscErrorCode apply_device(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   const int read = static_cast<int>(d->settings.read_segments);
   PetscCall(WithDeviceArrays(xx, zz, yy, [&](const double *x, const double *z, double *y) {
     DeviceMirrorProduct(*d->device, *c, d->full_builds + d->value_builds, view, product == Product::transpose, read, x,
-                        z, y);
+                        z, y, AIJMPThreadCount(d->settings));
   }));
   PetscCall(log_mult_flops(A, *c));
   PetscCall(PetscLogEventEnd(event, A, xx, yy, 0));

@@ -431,7 +431,7 @@ PetscErrorCode product_on_device(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
   const CsrView<PetscInt> no_master{}; // every block holds its own indices
   PetscCall(WithDeviceArrays(xx, zz, yy, [&](const double *x, const double *z, double *y) {
     DeviceMirrorProduct(*d->device, *c, static_cast<PetscInt64>(state), no_master, transpose, c->read_segments, x, z,
-                        y);
+                        y, AIJMPThreadCount(d->settings));
   }));
   PetscFunctionReturn(0);
 }

@@ -46,8 +46,8 @@ struct SellPart {
   // (slice_base[q]; rows of a mesh numbered with locality), a 16-bit offset
   // from it (narrow_cols; cols is then empty): half the index bytes. Padding
   // entries: column 0 (offset 0), value 0.
-  std::vector<std::int32_t> cols;
-  std::vector<std::uint16_t> narrow_cols;
+  BigArray<std::int32_t> cols; // (in huge pages where large, as the values)
+  BigArray<std::uint16_t> narrow_cols;
   std::vector<std::int32_t> slice_base;
   AlignedBytes values;    // one value per stored entry in `format` (or the segment planes)
   bool warp_rows = false; // long rows, a warp each: slices of one row
@@ -70,8 +70,11 @@ struct SellCopy {
 // The SELL copy of A (rows of A's pattern: rowptr and cols are the master's,
 // read for blocks in CSR order). An entry split (two CSR parts) has no row
 // formats to keep: StorageError. So is a matrix with 2^31 rows or columns.
+// threads > 1: the slices are filled by that many OpenMP threads (the copy is
+// the same).
 template <typename Index>
-SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *cols, int slice_rows = kGpuSliceRows);
+SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *cols, int slice_rows = kGpuSliceRows,
+                        int threads = 1);
 
 // The SELL copy of A^T as products of A read it at `read` segments of split
 // storage (0: all): a product with it is A^T x, summed as PETSc's SeqAIJ sums
@@ -83,6 +86,6 @@ SellCopy make_sell_copy(const CompactCsr &A, const Index *rowptr, const Index *c
 // One copy per read level.
 template <typename Index>
 SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Index *cols, int read = 0,
-                             int slice_rows = kGpuSliceRows);
+                             int slice_rows = kGpuSliceRows, int threads = 1);
 
 } // namespace petscmp
