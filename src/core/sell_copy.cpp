@@ -157,8 +157,9 @@ SellPart make_part(const std::vector<RowSource> &by_row, const std::vector<std::
   p.segments            = segments;
   const std::int64_t nr = static_cast<std::int64_t>(part_rows.size());
   p.slices              = (nr + C - 1) / C;
-  auto source           = [&](std::int64_t i) -> const RowSource           &{
-    return by_row[static_cast<std::size_t>(part_rows[static_cast<std::size_t>(i)])];
+  // the source of the part's i-th row
+  auto source = [&](std::int64_t i) {
+    return &by_row[static_cast<std::size_t>(part_rows[static_cast<std::size_t>(i)])];
   };
   const std::size_t lanes = static_cast<std::size_t>(p.slices * C);
   p.rows.assign(lanes, -1);
@@ -170,7 +171,7 @@ SellPart make_part(const std::vector<RowSource> &by_row, const std::vector<std::
     std::int64_t width = 0, lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
     for (std::int64_t l = 0; l < C && q * C + l < nr; ++l) {
       const std::int64_t i                   = q * C + l;
-      const RowSource &s                     = source(i);
+      const RowSource &s                     = *source(i);
       p.rows[static_cast<std::size_t>(i)]    = part_rows[static_cast<std::size_t>(i)];
       p.lengths[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(s.length);
       width                                  = std::max(width, s.length);
@@ -210,7 +211,7 @@ SellPart make_part(const std::vector<RowSource> &by_row, const std::vector<std::
         const std::int64_t first = from + l;
         std::int64_t n           = 0; // the row's entries; the rest of its lane is padding: value 0, column 0
         if (q * C + l < nr) {
-          const RowSource &s = source(q * C + l);
+          const RowSource &s = *source(q * C + l);
           if (s.length > 0) { // (a row of no block has no block to read)
             const SourceRow<Index> r = source_row(s, rowptr, master_cols);
             const Word *in           = s.block->values.as<Word>();
