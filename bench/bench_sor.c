@@ -121,7 +121,6 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reps", &reps, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-omega", &omega, NULL));
   PetscCheck(reps >= 1 && reps <= 64, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps must be 1..64");
-  for (int i = 0; i < 8; i++) list[i] = modes[i];
   PetscCall(PetscStrncpy(modes[0], "lossless", 32));
   PetscCall(PetscStrncpy(modes[1], "fp32", 32));
   PetscCall(PetscStrncpy(modes[2], "fp16", 32));

@@ -20,31 +20,6 @@ struct RowSource {
   std::int64_t node     = 0; // node layout: the node holding block row k
 };
 
-// Calls fn(e, value_index, column) for every entry of block row k.
-template <typename Index, typename Fn>
-void for_each_entry(const RowBlock &b, const Index *rowptr, const Index *master_cols, std::int64_t k, Fn &&fn)
-{
-  if (b.node_layout()) {
-    const NodeInfo &nd      = b.nodes[static_cast<std::size_t>(b.node_of(k))];
-    const unsigned char *at = b.node_cols.as<unsigned char>() + nd.indices;
-    for (std::int64_t e = 0; e < nd.length; ++e) {
-      const std::int64_t col = nd.wide ? std::int64_t{reinterpret_cast<const std::int32_t *>(at)[e]}
-                                       : std::int64_t{nd.col_base} + reinterpret_cast<const std::uint16_t *>(at)[e];
-      fn(e, nd.values + e * nd.rows + (k - nd.first), col); // (value_index would look the node up per entry)
-    }
-    return;
-  }
-  if (b.sliced()) {
-    const std::int64_t n = b.row_lengths[static_cast<std::size_t>(k)];
-    for (std::int64_t e = 0; e < n; ++e)
-      fn(e, b.value_index(k, e, 0), b.slice_column(k, e));
-    return;
-  }
-  const std::int64_t start = rowptr[b.row(k)], n = rowptr[b.row(k) + 1] - start;
-  for (std::int64_t e = 0; e < n; ++e)
-    fn(e, b.value_index(k, e, start), std::int64_t{master_cols[start + e]});
-}
-
 template <typename Index> std::int64_t row_length(const RowBlock &b, const Index *rowptr, std::int64_t k)
 {
   if (b.node_layout()) return b.nodes[static_cast<std::size_t>(b.node_of(k))].length;
@@ -335,11 +310,11 @@ SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Ind
   const std::vector<RowSource> by_row = row_sources(A, rowptr);
   // A^T in CSR: column j of A with its rows in ascending order, values as products read them
   std::vector<Index> t_rowptr(static_cast<std::size_t>(A.ncols + 1), 0);
-  for (const RowSource &s : by_row)
-    if (s.length > 0)
-      for_each_entry(*s.block, rowptr, cols, s.k, [&](std::int64_t, std::int64_t, std::int64_t col) {
-        ++t_rowptr[static_cast<std::size_t>(col + 1)];
-      });
+  for (const RowSource &s : by_row) {
+    const SourceRow<Index> r = source_row(s, rowptr, cols);
+    for (std::int64_t e = 0; e < r.n; ++e)
+      ++t_rowptr[static_cast<std::size_t>(r.column(e) + 1)];
+  }
   for (std::int64_t j = 0; j < A.ncols; ++j)
     t_rowptr[static_cast<std::size_t>(j + 1)] += t_rowptr[static_cast<std::size_t>(j)];
   const std::size_t nnz = static_cast<std::size_t>(t_rowptr.back());
@@ -348,14 +323,15 @@ SellCopy make_sell_transpose(const CompactCsr &A, const Index *rowptr, const Ind
   for (std::int64_t i = 0; i < A.nrows; ++i) {
     const RowSource &s = by_row[static_cast<std::size_t>(i)];
     if (s.length == 0) continue;
+    const SourceRow<Index> r = source_row(s, rowptr, cols);
     dispatch_block_values(*s.block, read, [&](auto tag) {
       using S        = typename decltype(tag)::type;
       const auto val = values_of<S>(*s.block);
-      for_each_entry(*s.block, rowptr, cols, s.k, [&](std::int64_t, std::int64_t at, std::int64_t col) {
-        const std::size_t to = static_cast<std::size_t>(next[static_cast<std::size_t>(col)]++);
+      for (std::int64_t e = 0; e < r.n; ++e) {
+        const std::size_t to = static_cast<std::size_t>(next[static_cast<std::size_t>(r.column(e))]++);
         t_cols[to]           = static_cast<Index>(i);
-        t_vals[to]           = decode(val[at]);
-      });
+        t_vals[to]           = decode(val[r.first + e * r.stride]);
+      }
     });
   }
   CsrView<Index> t;

@@ -26,6 +26,17 @@ struct AijRows {
   std::vector<double> vals;
 };
 
+// a->diag as MatMarkDiagonal_SeqAIJ sets it: the diagonal entry's position, or the row's end without one.
+void mark_diagonals(AijRows &a)
+{
+  for (std::int32_t i = 0; i + 1 < static_cast<std::int32_t>(a.rowptr.size()); ++i) {
+    std::int32_t d = a.rowptr[i + 1];
+    for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+      if (a.cols[k] == i) d = k;
+    a.diag.push_back(d);
+  }
+}
+
 AijRows stored_csr(const CompactCsr &c)
 {
   AijRows a;
@@ -37,12 +48,7 @@ AijRows stored_csr(const CompactCsr &c)
   a.cols.resize(static_cast<std::size_t>(a.rowptr.back()));
   a.vals.resize(a.cols.size());
   read_compact_csr(c, a.rowptr.data(), a.cols.data(), a.vals.data());
-  for (std::int64_t i = 0; i < c.nrows; ++i) {
-    std::int32_t d = a.rowptr[i + 1];
-    for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
-      if (a.cols[k] == i) d = k;
-    a.diag.push_back(d);
-  }
+  mark_diagonals(a);
   return a;
 }
 
@@ -63,12 +69,7 @@ AijRows stored_csr_of_master(const CompactCsr &c, const Matrix<std::int32_t> &m)
           a.vals[start + e] = vals[static_cast<std::size_t>(block.value_index(k, e, start))];
       }
     });
-  for (std::int32_t i = 0; i < m.nrows; ++i) {
-    std::int32_t d = a.rowptr[i + 1];
-    for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
-      if (a.cols[k] == i) d = k;
-    a.diag.push_back(d);
-  }
+  mark_diagonals(a);
   return a;
 }
 
