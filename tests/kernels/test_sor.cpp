@@ -3,6 +3,7 @@
 // for bit in every sweep kind, storage mode and layout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <ostream>
@@ -181,22 +182,54 @@ Matrix<std::int32_t> node_chain(std::int32_t nodes, unsigned seed)
   return a;
 }
 
+// A chain (rows coupled to their neighbours) whose every 16th row also holds a column at the far end of the
+// matrix: the slices holding those rows span more columns than 16-bit offsets reach and are not shifted copies of
+// one pattern, so they keep their own 32-bit columns (the gathered slice kind).
+Matrix<std::int32_t> wide_chain(std::int32_t n, unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  Matrix<std::int32_t> a;
+  a.nrows = a.ncols = n;
+  for (std::int32_t i = 0; i < n; ++i) {
+    const int cls = static_cast<int>(rng() % kClasses);
+    std::vector<std::int32_t> cols;
+    for (std::int32_t j = i - 1; j <= i + 1; ++j)
+      if (j >= 0 && j < n) cols.push_back(j);
+    if (i % 16 == 1) cols.push_back(i < n / 2 ? n - 1 - i % 7 : i % 7);
+    std::sort(cols.begin(), cols.end());
+    for (std::int32_t j : cols) {
+      a.cols.push_back(j);
+      a.vals.push_back(class_value(cls, rng) + (j == i ? 8.0 : 0.0));
+    }
+    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+  }
+  return a;
+}
+
 bool same(double a, double b)
 {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
+enum class Kind { stencil, nodes, wide }; // a 7-point stencil with mixed row classes, node_chain, wide_chain
 struct Case {
   StorageMode mode;
   Layout layout;
-  bool nodes;       // the node chain (else a 7-point stencil with mixed row classes)
+  Kind kind;
   bool own_indices; // ellmp's copies; else the master pattern is passed (aijmp's)
 };
 
 std::string case_name(const Case &c)
 {
-  return std::string(storage_mode_name(c.mode)) + "_" + layout_name(c.layout) + (c.nodes ? "_nodes" : "_stencil") +
+  const char *kind = c.kind == Kind::nodes ? "_nodes" : c.kind == Kind::wide ? "_wide" : "_stencil";
+  return std::string(storage_mode_name(c.mode)) + "_" + layout_name(c.layout) + kind +
          (c.own_indices ? "_own" : "_master");
+}
+Matrix<std::int32_t> case_matrix(Kind kind)
+{
+  if (kind == Kind::nodes) return node_chain(700, 3u);
+  if (kind == Kind::wide) return wide_chain(66000, 4u);
+  return stencil_matrix<std::int32_t>(13, 7, Shape::fragmented, 5u, 0);
 }
 void PrintTo(const Case &c, std::ostream *os)
 {
@@ -208,7 +241,7 @@ class Sor : public ::testing::TestWithParam<Case> {};
 TEST_P(Sor, BitwiseAijSweeps)
 {
   const Case c = GetParam();
-  const auto a = c.nodes ? node_chain(700, 3u) : stencil_matrix<std::int32_t>(13, 7, Shape::fragmented, 5u, 0);
+  const auto a = case_matrix(c.kind);
   StorageOptions opts;
   opts.mode             = c.mode;
   opts.layout           = c.layout;
@@ -263,11 +296,11 @@ std::vector<Case> cases()
   std::vector<Case> out;
   for (StorageMode m : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
                         StorageMode::split2, StorageMode::split4})
-    for (bool nodes : {false, true}) {
-      out.push_back({m, Layout::automatic, nodes, true});
-      out.push_back({m, Layout::sliced, nodes, true});
-      out.push_back({m, Layout::csr, nodes, false});
-      if (nodes) out.push_back({m, Layout::node, nodes, true});
+    for (Kind kind : {Kind::stencil, Kind::nodes, Kind::wide}) {
+      out.push_back({m, Layout::automatic, kind, true});
+      out.push_back({m, Layout::sliced, kind, true});
+      out.push_back({m, Layout::csr, kind, false});
+      if (kind == Kind::nodes) out.push_back({m, Layout::node, kind, true});
     }
   return out;
 }
