@@ -4,7 +4,9 @@ static char help[] =
     "  -n7 <int>      7-point Laplacian on an n^3 grid (default 260: 123M nonzeros, 1.5 GB of AIJ; 0: none)\n"
     "  -n27 <int>     27-point operator with random values on an n^3 grid (default 0: none)\n"
     "  -fem <int>     3-dof FEM-like operator on an n^3 grid of nodes (inodes of 3 rows; default 0: none). With\n"
-    "                 omega 1, AIJ takes its inode SOR and ellmp its AIJ copy; other omegas sweep the stored rows\n"
+    "                 omega 1, AIJ takes its inode SOR: ellmp replays it on its stored rows with -zero_guess, and\n"
+    "                 takes its AIJ copy without; other omegas sweep the stored rows\n"
+    "  -zero_guess <bool> sweep from a zero initial guess, as PCSOR applies SOR (default false: from x0)\n"
     "  -modes <list>  ellmp storage modes (default lossless,fp32,fp16)\n"
     "  -omega <real>  relaxation factor (default 1)\n"
     "  -reps <int>    sweeps timed per matrix (default 5)\n\n";
@@ -15,13 +17,15 @@ static char help[] =
 #include "bench_matrices.h"
 #include "petscmp.h"
 
+static MatSORType g_flag = SOR_SYMMETRIC_SWEEP; /* | SOR_ZERO_INITIAL_GUESS with -zero_guess */
+
 /* Seconds of one symmetric sweep of A from the same x0 (x overwritten). */
 static PetscErrorCode TimeSweep(Mat A, Vec b, Vec x0, Vec x, PetscReal omega, double *seconds)
 {
   PetscFunctionBeginUser;
   PetscCall(VecCopy(x0, x));
   const double t0 = MPI_Wtime();
-  PetscCall(MatSOR(A, b, omega, SOR_SYMMETRIC_SWEEP, 0.0, 1, 1, x));
+  PetscCall(MatSOR(A, b, omega, g_flag, 0.0, 1, 1, x));
   *seconds = MPI_Wtime() - t0;
   PetscFunctionReturn(0);
 }
@@ -120,6 +124,11 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-fem", &fem, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reps", &reps, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-omega", &omega, NULL));
+  {
+    PetscBool zero_guess = PETSC_FALSE;
+    PetscCall(PetscOptionsGetBool(NULL, NULL, "-zero_guess", &zero_guess, NULL));
+    if (zero_guess) g_flag = (MatSORType)(SOR_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS);
+  }
   PetscCheck(reps >= 1 && reps <= 64, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps must be 1..64");
   PetscCall(PetscStrncpy(modes[0], "lossless", 32));
   PetscCall(PetscStrncpy(modes[1], "fp32", 32));
@@ -136,8 +145,8 @@ int main(int argc, char **argv)
   }
   PetscCall(PetscMPInitializePackage());
   PetscCall(PrintCpu(PETSC_COMM_WORLD));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "MatSOR, SOR_SYMMETRIC_SWEEP, omega %g, %" PetscInt_FMT " sweeps each, alternated\n",
-                        (double)omega, reps));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "MatSOR, SOR_SYMMETRIC_SWEEP%s, omega %g, %" PetscInt_FMT " sweeps each, alternated\n",
+                        (g_flag & SOR_ZERO_INITIAL_GUESS) ? " | SOR_ZERO_INITIAL_GUESS" : "", (double)omega, reps));
   if (n7 > 0) PetscCall(BenchMatrix("7-point Laplacian", n7, 0, modes, nmodes, omega, reps));
   if (n27 > 0) PetscCall(BenchMatrix("27-point random", n27, 1, modes, nmodes, omega, reps));
   if (fem > 0) PetscCall(BenchMatrix("FEM bs 3, nodes", fem, 2, modes, nmodes, omega, reps));

@@ -59,6 +59,29 @@ void sor_eisenstat(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows
 template <typename Index>
 void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, double omega, double shift,
                      const double *b, double *x);
+
+// AIJ's inode SOR (PETSc 3.18's MatSOR_SeqAIJ_Inode, which AIJ takes where it
+// found inodes, omega is 1 and there is no shift): Gauss-Seidel over the
+// inodes (runs of rows with one column pattern, sizes[0..nodes) in row order),
+// each node's diagonal block applied through its inverse. These are the sweeps
+// of a call with a zero initial guess and one iteration (how PCSOR applies
+// it): forward, each row's sum over the columns before its node, `sum -= a0 x0
+// + a1 x1` a pair of entries at a time (then the last alone), saved in t; then
+// backward from t (or from b without the forward sweep), over the columns
+// after the node. A node's x is then sum_c S_c inverse[c s + r], c ascending,
+// AIJ's unrolled expressions term for term.
+//
+// inode_diagonal_blocks writes each node's s x s diagonal block as AIJ copies
+// it before inverting it (column-major: blocks[k s + j] = a(row0 + j, row0 +
+// k)), node after node; `inverses` is that array inverted by PETSc's kernels.
+// Both need rows from sor_rows and node sizes summing to A's rows.
+template <typename Index>
+void inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
+                           double *blocks);
+template <typename Index>
+void sor_inode_zero_guess(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
+                          std::int64_t nodes, const double *inverses, bool forward, bool backward, double *t,
+                          const double *b, double *x);
 } // namespace reference
 
 } // namespace petscmp

@@ -308,6 +308,135 @@ std::vector<Case> cases()
 INSTANTIATE_TEST_SUITE_P(Modes, Sor, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case> &i) { return case_name(i.param); });
 
+// Inodes of 1-5 rows, mixed: node k's rows share one pattern (dense blocks coupling it to nodes k-1, k and k+1),
+// so AIJ's inode criterion finds exactly these nodes.
+Matrix<std::int32_t> mixed_node_chain(const std::vector<int> &sizes, unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  std::vector<std::int32_t> first(sizes.size() + 1, 0);
+  for (std::size_t k = 0; k < sizes.size(); ++k)
+    first[k + 1] = first[k] + sizes[k];
+  Matrix<std::int32_t> a;
+  a.nrows = a.ncols = first.back();
+  for (std::size_t k = 0; k < sizes.size(); ++k)
+    for (std::int32_t i = first[k]; i < first[k + 1]; ++i) {
+      const int cls = static_cast<int>(rng() % kClasses);
+      for (std::size_t nb = k == 0 ? 0 : k - 1; nb <= k + 1 && nb < sizes.size(); ++nb)
+        for (std::int32_t j = first[nb]; j < first[nb + 1]; ++j) {
+          a.cols.push_back(j);
+          a.vals.push_back(class_value(cls, rng) + (j == i ? 10.0 : 0.0));
+        }
+      a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+    }
+  return a;
+}
+
+// MatSOR_SeqAIJ_Inode's zero-guess sweeps (PETSc 3.18, inode.c) written out over a CSR with its pointers: a node's
+// rows from ii[row] (forward, diag[row0] - ii[row0] entries) or from diag[row] + (s - r) (backward, the last row's
+// ii[L + 1] - diag[L] - 1 entries), pairs of products, x = sum1 * ib[r] + sum2 * ib[s + r] + ...
+void aij_inode_zero_guess(const AijRows &a, const std::vector<int> &sizes, const std::vector<double> &ib, bool forward,
+                          bool backward, const double *b, double *t, double *x)
+{
+  auto sweep_node = [&](std::int32_t row0, int s, const double *inverse, const double *from, bool lower) {
+    double S[5];
+    for (int r = 0; r < s; ++r) {
+      const std::int32_t row = row0 + r, last = row0 + s - 1;
+      const std::int32_t sz   = lower ? a.diag[row0] - a.rowptr[row0] : a.rowptr[last + 1] - a.diag[last] - 1;
+      const double *v         = a.vals.data() + (lower ? a.rowptr[row] : a.diag[row] + (s - r));
+      const std::int32_t *idx = a.cols.data() + (lower ? a.rowptr[row0] : a.diag[last] + 1);
+      double sum              = from[row];
+      std::int32_t n          = 0;
+      for (; n < sz - 1; n += 2) {
+        const double tmp0 = x[idx[n]], tmp1 = x[idx[n + 1]];
+        sum -= v[n] * tmp0 + v[n + 1] * tmp1;
+      }
+      if (n == sz - 1) sum -= v[n] * x[idx[n]];
+      S[r] = sum;
+      if (lower) t[row] = sum;
+    }
+    for (int r = 0; r < s; ++r) {
+      double v = S[0] * inverse[r];
+      for (int c = 1; c < s; ++c)
+        v = v + S[c] * inverse[c * s + r];
+      x[row0 + r] = v;
+    }
+  };
+  std::vector<std::int32_t> first(sizes.size() + 1, 0);
+  std::vector<std::size_t> block(sizes.size() + 1, 0);
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    first[k + 1] = first[k] + sizes[k];
+    block[k + 1] = block[k] + static_cast<std::size_t>(sizes[k] * sizes[k]);
+  }
+  if (forward)
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      sweep_node(first[k], sizes[k], ib.data() + block[k], b, true);
+  if (backward)
+    for (std::size_t k = sizes.size(); k-- > 0;)
+      sweep_node(first[k], sizes[k], ib.data() + block[k], forward ? t : b, false);
+}
+
+// The inode sweeps over every layout and mode bitwise MatSOR_SeqAIJ_Inode's over the stored values, and the
+// diagonal blocks as AIJ copies them (bdiag[k s + j] = a[diag[row0 + j] - j + k]).
+class SorInodes : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SorInodes, ZeroGuessBitwiseAij)
+{
+  const Case c = GetParam();
+  std::vector<int> sizes;
+  for (int k = 0; k < 240; ++k)
+    sizes.push_back(1 + (k * 7 + k / 5) % 5); // every size next to every other
+  const auto a = mixed_node_chain(sizes, 11u);
+  StorageOptions opts;
+  opts.mode             = c.mode;
+  opts.layout           = c.layout;
+  opts.own_indices      = c.own_indices;
+  const CompactCsr copy = build_compact_csr(a.view(), opts);
+  const auto pattern    = c.own_indices ? CsrPattern<std::int32_t>{} : a.pattern();
+  SorRows rows;
+  ASSERT_TRUE(reference::sor_rows(copy, pattern, rows));
+  const AijRows aij = c.own_indices ? stored_csr(copy) : stored_csr_of_master(copy, a);
+  std::size_t room  = 0;
+  for (int s : sizes)
+    room += static_cast<std::size_t>(s * s);
+  std::vector<double> blocks(room), expect_blocks(room);
+  reference::inode_diagonal_blocks(copy, pattern, rows, sizes.data(), blocks.data());
+  std::size_t cnt = 0, row0 = 0;
+  for (const int sz : sizes) {
+    for (int j = 0; j < sz; ++j)
+      for (int k = 0; k < sz; ++k)
+        expect_blocks[cnt + static_cast<std::size_t>(k * sz + j)] =
+            aij.vals[static_cast<std::size_t>(aij.diag[row0 + static_cast<std::size_t>(j)] - j + k)];
+    cnt += static_cast<std::size_t>(sz * sz);
+    row0 += static_cast<std::size_t>(sz);
+  }
+  for (std::size_t e = 0; e < room; ++e)
+    ASSERT_TRUE(same(blocks[e], expect_blocks[e])) << "diagonal block entry " << e;
+  // the kernel applies whatever inverses it is given: random ones test every coefficient's place
+  const std::vector<double> inverses = random_vector(room, 12u);
+  const std::size_t n                = static_cast<std::size_t>(a.nrows);
+  const std::vector<double> b = random_vector(n, 13u), x0 = random_vector(n, 14u);
+  for (int kind = 0; kind < 3; ++kind) {
+    const bool forward = kind != 1, backward = kind != 0;
+    std::vector<double> x = x0, expect = x0, t(n), expect_t(n);
+    aij_inode_zero_guess(aij, sizes, inverses, forward, backward, b.data(), expect_t.data(), expect.data());
+    reference::sor_inode_zero_guess(copy, pattern, rows, sizes.data(), static_cast<std::int64_t>(sizes.size()),
+                                    inverses.data(), forward, backward, t.data(), b.data(), x.data());
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(same(x[i], expect[i])) << (forward ? "forward " : "") << (backward ? "backward" : "") << ": row " << i
+                                         << " " << x[i] << " vs AIJ's " << expect[i];
+  }
+}
+
+std::vector<Case> inode_cases()
+{
+  std::vector<Case> out;
+  for (const Case &c : cases())
+    if (c.kind == Kind::nodes) out.push_back(c);
+  return out;
+}
+INSTANTIATE_TEST_SUITE_P(Modes, SorInodes, ::testing::ValuesIn(inode_cases()),
+                         [](const ::testing::TestParamInfo<Case> &i) { return case_name(i.param); });
+
 // Copies SOR cannot walk say so: a row without its diagonal, a rectangular matrix, an entry split.
 TEST(SorRowsRefused, MissingDiagonalRectangularEntrySplit)
 {

@@ -146,9 +146,9 @@ static PetscErrorCode CompareOperations(Mat E, Mat B, const char *what)
   return CompareOperationsOrdered(E, B, PETSC_FALSE, what);
 }
 
-/* MatSOR of E (ellmp: the stored rows swept in serial where AIJ would not take its inode SOR, else an AIJ copy)
-   bitwise that of B (AIJ with E's values): every sweep kind, omega and shift, its and lits. Square matrices with
-   every diagonal entry (AIJ's SOR reads past a row without one). */
+/* MatSOR of E (ellmp: the stored rows swept, AIJ's inode SOR's zero-guess sweeps of one iteration included; an
+   AIJ copy for its other inode sweeps) bitwise that of B (AIJ with E's values): every sweep kind, omega and shift,
+   its and lits. Square matrices with every diagonal entry (AIJ's SOR reads past a row without one). */
 static PetscErrorCode CompareSOR(Mat E, Mat B, const char *what)
 {
   Vec         b, x1, x2;
@@ -585,6 +585,60 @@ static PetscErrorCode TestSolve(const TestMatOpts *o)
   PetscFunctionReturn(0);
 }
 
+/* AIJ's inode SOR with inodes of 1-5 rows side by side (node k's rows coupled by dense blocks to nodes k-1, k and
+   k+1, so AIJ finds exactly these nodes; on several ranks the ranks cut nodes): ellmp's MatSOR bitwise AIJ's in every
+   mode, the zero-guess sweeps of one iteration on the stored rows (the nodes' blocks inverted by PETSc's kernels),
+   the others on the AIJ twin. Checks that AIJ found nodes of every size, so the test covers them. */
+static PetscErrorCode TestInodeSOR(const char *mode)
+{
+  const PetscInt nodes = 150;
+  PetscInt       first[151], rstart, rend, found, *sizes, limit, seen[6] = {0};
+  Mat            A, E, B, Bd, Bo;
+  char           what[128];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s mixed inodes", mode));
+  PetscCall(SetStorage(mode));
+  first[0] = 0;
+  for (PetscInt k = 0; k < nodes; k++) first[k + 1] = first[k] + 1 + (k * 7 + k / 5) % 5;
+  PetscCall(MatCreateAIJ(PETSC_COMM_WORLD, PETSC_DECIDE, PETSC_DECIDE, first[nodes], first[nodes], 15, NULL, 15, NULL, &A));
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &E));
+  PetscCall(MatSetSizes(E, PETSC_DECIDE, PETSC_DECIDE, first[nodes], first[nodes]));
+  PetscCall(MatSetType(E, MATELLMP));
+  PetscCall(MatSeqAIJSetPreallocation(E, 15, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(E, 15, NULL, 15, NULL));
+  PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
+  for (PetscInt k = 0; k < nodes; k++)
+    for (PetscInt i = first[k]; i < first[k + 1]; i++) {
+      if (i < rstart || i >= rend) continue;
+      PetscInt    cols[15], n = 0;
+      PetscScalar vals[15];
+      for (PetscInt nb = PetscMax(k - 1, 0); nb <= PetscMin(k + 1, nodes - 1); nb++)
+        for (PetscInt j = first[nb]; j < first[nb + 1]; j++) {
+          cols[n] = j;
+          vals[n] = TestValue(VAL_FP64, TestHash(21, (uint64_t)i, (uint64_t)j)) + (i == j ? 12.0 : 0.0);
+          n++;
+        }
+      PetscCall(MatSetValues(A, 1, &i, n, cols, vals, INSERT_VALUES));
+      PetscCall(MatSetValues(E, 1, &i, n, cols, vals, INSERT_VALUES));
+    }
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatConvert(E, MATAIJ, MAT_INITIAL_MATRIX, &B)); /* AIJ over the stored values */
+  PetscCall(TestLocalBlocks(B, &Bd, &Bo));
+  PetscCall(MatInodeGetInodeSizes(Bd, &found, &sizes, &limit));
+  for (PetscInt k = 0; sizes && k < found; k++) seen[PetscMin(sizes[k], 5)]++;
+  TEST_CHECK(PETSC_COMM_WORLD, sizes && seen[1] && seen[2] && seen[3] && seen[4] && seen[5],
+             "%s: AIJ did not find inodes of every size 1-5 (%" PetscInt_FMT " nodes)", what, sizes ? found : 0);
+  PetscCall(CompareSOR(E, B, what));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&E));
+  PetscCall(MatDestroy(&B));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   TestMatOpts o;
@@ -609,6 +663,7 @@ int main(int argc, char **argv)
     o.N = 700;
     PetscCall(TestStorage(modes[m], u[m], &o, "rectangular"));
   }
+  for (int m = 0; m < 4; m++) PetscCall(TestInodeSOR(modes[m]));
   TestMatOptsDefault(&o, 400);
   o.valuekind = VAL_FP64;
   PetscCall(TestChanges(&o));

@@ -210,6 +210,31 @@ template <typename Row> void minus_range(const Row &r, std::int64_t from, std::i
   sum = s;
 }
 
+// sum - (a_e v_e + a_e+1 v_e+1) over the pairs of entries [from, to), then sum
+// - a_e v_e for an entry left over: the order of AIJ's inode routines.
+template <typename Row>
+__attribute__((always_inline)) inline double minus_pairs(const Row &r, std::int64_t from, std::int64_t to,
+                                                         const double *v, double sum)
+{
+  const double *vs = v + r.shift;
+  std::int64_t e   = from;
+  for (; e + 1 < to; e += 2)
+    sum -= r.value(e) * vs[r.index(e)] + r.value(e + 1) * vs[r.index(e + 1)];
+  if (e < to) sum -= r.value(e) * vs[r.index(e)];
+  return sum;
+}
+
+// x[r] = sum_c S[c] inverse[c s + r] (c ascending) for the s rows of a node.
+void apply_node_inverse(const double *S, const double *inverse, int s, double *x)
+{
+  for (int r = 0; r < s; ++r) {
+    double v = S[0] * inverse[r];
+    for (int c = 1; c < s; ++c)
+      v += S[c] * inverse[c * s + r];
+    x[r] = v;
+  }
+}
+
 // Where run ends: extends it with (row, block, k) when they follow on.
 void add_row(std::vector<SorRows::Run> &runs, std::int64_t block, std::int64_t row, std::int64_t k)
 {
@@ -363,6 +388,72 @@ void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> p, const SorRows &ro
   });
 }
 
+template <typename Index>
+void inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+                           double *blocks)
+{
+  const std::int32_t *diagonal_at = rows.diagonal_at.data();
+  std::int64_t node = 0, row0 = 0;
+  for_each_row<false>(A, p, rows, [&](std::int64_t i, const auto &r) {
+    const int s          = sizes[node];
+    const std::int64_t j = i - row0; // the row in its node: a(i, row0 + k) is the entry k - j after its diagonal
+    for (int k = 0; k < s; ++k)
+      blocks[k * s + j] = r.value(diagonal_at[i] - j + k);
+    if (j == s - 1) {
+      blocks += s * s;
+      row0 += s;
+      ++node;
+    }
+  });
+}
+
+template <typename Index>
+void sor_inode_zero_guess(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+                          std::int64_t nodes, const double *inverses, bool forward, bool backward, double *t,
+                          const double *b, double *x)
+{
+  const std::int32_t *diagonal_at = rows.diagonal_at.data();
+  double S[5]; // the sums of the node's rows (AIJ's inodes hold at most 5 rows)
+  if (forward) {
+    std::int64_t node = 0, row0 = 0;
+    const double *inverse = inverses;
+    for_each_row<false>(A, p, rows, [&](std::int64_t i, const auto &r) {
+      const int s          = sizes[node];
+      const std::int64_t j = i - row0;
+      // the columns before the node: the node's first row's entries before its diagonal, the same in each row
+      S[j] = t[i] = minus_pairs(r, 0, diagonal_at[row0], x, b[i]);
+      if (j == s - 1) {
+        apply_node_inverse(S, inverse, s, x + row0);
+        inverse += s * s;
+        row0 += s;
+        ++node;
+      }
+    });
+  }
+  if (backward) {
+    const double *xb   = forward ? t : b;
+    std::int64_t total = 0;
+    for (std::int64_t n = 0; n < nodes; ++n)
+      total += sizes[n] * sizes[n];
+    std::int64_t node = nodes - 1, last = A.nrows - 1, upper = 0;
+    const double *inverse = inverses + total;
+    for_each_row<true>(A, p, rows, [&](std::int64_t i, const auto &r) {
+      const int s             = sizes[node];
+      const std::int64_t row0 = last - s + 1, j = i - row0;
+      if (i == last) { // the columns after the node: the last row's entries after its diagonal, the same in each row
+        upper = r.n - diagonal_at[i] - 1;
+        inverse -= s * s;
+      }
+      S[j] = minus_pairs(r, r.n - upper, r.n, x, xb[i]);
+      if (j == 0) {
+        apply_node_inverse(S, inverse, s, x + row0);
+        last = row0 - 1;
+        --node;
+      }
+    });
+  }
+}
+
 #define PETSCMP_SOR_INSTANCES(Index)                                                                                   \
   template bool sor_rows<Index>(const CompactCsr &, CsrPattern<Index>, SorRows &);                                     \
   template void sor<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const SorSweeps &, const double *,  \
@@ -370,7 +461,12 @@ void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> p, const SorRows &ro
   template void sor_eisenstat<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, double, const double *,   \
                                      double *, const double *, double *);                                              \
   template void sor_apply_upper<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, double, double,         \
-                                       const double *, double *);
+                                       const double *, double *);                                                      \
+  template void inode_diagonal_blocks<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,      \
+                                             double *);                                                                \
+  template void sor_inode_zero_guess<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,       \
+                                            std::int64_t, const double *, bool, bool, double *, const double *,        \
+                                            double *);
 PETSCMP_SOR_INSTANCES(std::int32_t)
 PETSCMP_SOR_INSTANCES(std::int64_t)
 #undef PETSCMP_SOR_INSTANCES

@@ -5,11 +5,18 @@
 // No AIJ copy is made: the memory ellmp saves stays saved under Gauss-Seidel
 // smoothers (PCSOR, PCMG's Chebyshev/SOR levels).
 //
-// AIJ's inode SOR (where AIJ found inodes and omega is 1 with no shift)
-// inverts the nodes' diagonal blocks: that path keeps running on the AIJ twin,
-// as do matrices with a row lacking its diagonal entry (AIJ then reads past
-// the row) and copies the sweeps cannot walk in order (sor.hpp).
+// Where AIJ found inodes and omega is 1 with no shift, AIJ takes its inode SOR
+// (MatSOR_SeqAIJ_Inode: block Gauss-Seidel over the inodes). Its sweeps with a
+// zero initial guess and one iteration (PCSOR's application, and the first
+// local sweep of MPIAIJ's) are replayed here too, on the stored rows, the
+// nodes' diagonal blocks inverted by PETSc's own kernels as AIJ inverts them;
+// its other sweeps (a nonzero guess, more iterations, Eisenstat) keep running
+// on the AIJ twin, as do matrices with a row lacking its diagonal entry (AIJ
+// then reads past the row) and copies the sweeps cannot walk in order
+// (sor.hpp).
 #include "mat/ellmp/ellmpimpl.h"
+// (after PETSc's headers, which it needs)
+#include <petsc/private/kernels/blockinvert.h>
 
 namespace petscmp {
 namespace {
@@ -29,6 +36,7 @@ PetscErrorCode update_rows(Mat A, SorState &s)
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   if (s.state == state && s.compact == d->compact.get()) PetscFunctionReturn(0);
   s.idiag_valid = false;
+  s.inode_valid = false;
   PetscCall(guarded([&] { s.sweepable = reference::sor_rows(*d->compact, CsrPattern<PetscInt>{}, s.rows); }));
   s.state   = state;
   s.compact = d->compact.get();
@@ -80,6 +88,85 @@ PetscErrorCode invert_diagonal(Mat A, SorState &s, PetscReal omega, PetscReal fs
   PetscFunctionReturn(0);
 }
 
+// Whether this call makes only the sweeps of AIJ's inode SOR that are replayed on the stored rows: a zero initial
+// guess, one iteration (AIJ's inode SOR ignores lits), forward and/or backward, nothing else.
+bool inode_sweeps_replayed(MatSORType flag, PetscInt its)
+{
+  const int sweeps = SOR_FORWARD_SWEEP | SOR_BACKWARD_SWEEP | SOR_LOCAL_FORWARD_SWEEP | SOR_LOCAL_BACKWARD_SWEEP;
+  return its == 1 && (flag & SOR_ZERO_INITIAL_GUESS) && (flag & sweeps) && !(flag & ~(sweeps | SOR_ZERO_INITIAL_GUESS));
+}
+
+// AIJ's inverted inode diagonal blocks (MatSOR_SeqAIJ_Inode's first part): each node's block copied from the stored
+// rows and inverted in place by PETSc's kernels, a zero pivot an error or a recorded factor error as AIJ has it.
+// *usable is false where the inodes AIJ found at the last build do not cover the rows (then the twin runs).
+PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  *usable = PETSC_TRUE;
+  if (s.inode_valid) PetscFunctionReturn(0);
+  PetscInt rows = 0, room = 0;
+  for (PetscInt size : d->inode_sizes) {
+    if (size < 1 || size > 5) *usable = PETSC_FALSE; // (AIJ's inode routines stop on larger nodes)
+    rows += size;
+    room += size * size;
+  }
+  if (!*usable || rows != A->rmap->n) {
+    *usable = PETSC_FALSE;
+    PetscFunctionReturn(0);
+  }
+  PetscCall(guarded([&] {
+    s.inode_sizes.assign(d->inode_sizes.begin(), d->inode_sizes.end());
+    s.inode_inverses.resize(static_cast<std::size_t>(room));
+    s.work.resize(static_cast<std::size_t>(A->rmap->n));
+    reference::inode_diagonal_blocks(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
+                                     s.inode_inverses.data());
+  }));
+  const PetscReal zeropivot = 100. * PETSC_MACHINE_EPSILON, shift = 0.0;
+  const PetscBool allowzeropivot = PetscNot(A->erroriffailure);
+  PetscBool zeropivotdetected    = PETSC_FALSE;
+  MatScalar work[25];
+  PetscInt ipvt[5], row = 0;
+  MatScalar *block = s.inode_inverses.data();
+  for (int size : s.inode_sizes) {
+    switch (size) {
+    case 1:
+      if (PetscAbsScalar(block[0]) < zeropivot) {
+        if (allowzeropivot) {
+          A->factorerrortype             = MAT_FACTOR_NUMERIC_ZEROPIVOT;
+          A->factorerror_zeropivot_value = PetscAbsScalar(block[0]);
+          A->factorerror_zeropivot_row   = row;
+          PetscCall(PetscInfo(A, "Zero pivot, row %" PetscInt_FMT "\n", row));
+        } else
+          SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MAT_LU_ZRPVT, "Zero pivot on row %" PetscInt_FMT, row);
+      }
+      block[0] = 1.0 / block[0];
+      break;
+    case 2:
+      PetscCall(PetscKernel_A_gets_inverse_A_2(block, shift, allowzeropivot, &zeropivotdetected));
+      break;
+    case 3:
+      PetscCall(PetscKernel_A_gets_inverse_A_3(block, shift, allowzeropivot, &zeropivotdetected));
+      break;
+    case 4:
+      PetscCall(PetscKernel_A_gets_inverse_A_4(block, shift, allowzeropivot, &zeropivotdetected));
+      break;
+    default:
+      PetscCall(PetscKernel_A_gets_inverse_A_5(block, ipvt, work, shift, allowzeropivot, &zeropivotdetected));
+      break;
+    }
+    if (size > 1 && zeropivotdetected) A->factorerrortype = MAT_FACTOR_NUMERIC_ZEROPIVOT;
+    block += size * size;
+    row += size;
+  }
+  s.inode_valid = true;
+  PetscCall(PetscInfo(
+      A, "petscmp: AIJ's inode SOR on the stored rows (%zu inodes, their diagonal blocks inverted; no AIJ copy)\n",
+      s.inode_sizes.size()));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, PetscReal fshift, PetscInt its,
@@ -93,18 +180,40 @@ PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
   PetscFunctionBegin;
   PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
              "petscmp: the ellmp matrix must be assembled before MatSOR");
-  const bool inode_sor = d->inodes && omega == 1.0 && fshift == 0.0; // AIJ's MatSOR_SeqAIJ_Inode
-  if (!inode_sor && !d->settings.sor_aij_copy) PetscCall(update_rows(A, s));
-  if (inode_sor || d->settings.sor_aij_copy || !s.sweepable) {
+  const bool inode_sor      = d->inodes && omega == 1.0 && fshift == 0.0; // AIJ's MatSOR_SeqAIJ_Inode
+  const bool inode_replayed = inode_sor && inode_sweeps_replayed(flag, its);
+  PetscBool inodes_cover    = PETSC_TRUE;
+  if ((!inode_sor || inode_replayed) && !d->settings.sor_aij_copy) PetscCall(update_rows(A, s));
+  if (inode_replayed && !d->settings.sor_aij_copy && s.sweepable) PetscCall(invert_inode_blocks(A, s, &inodes_cover));
+  if ((inode_sor && !inode_replayed) || d->settings.sor_aij_copy || !s.sweepable || !inodes_cover) {
     PetscObjectState state;
     PetscCall(PetscObjectStateGet((PetscObject)A, &state));
     if (s.told != state) // (once per state of the values)
       PetscCall(PetscInfo(A, "petscmp: SOR on an AIJ copy of the matrix (AIJ's memory while it lives): %s\n",
                           d->settings.sor_aij_copy ? "-mat_ellmp_sor_aij_copy"
-                          : inode_sor ? "AIJ's inode SOR (inodes, omega 1, no shift)"
-                                      : "a row has no diagonal entry, or the rows are stored out of order"));
+                          : inode_sor && !inode_replayed
+                              ? "AIJ's inode SOR (inodes, omega 1, no shift) with a nonzero initial guess, "
+                                "several iterations or Eisenstat"
+                          : !inodes_cover ? "AIJ's inode SOR, and its inodes do not cover the rows"
+                                          : "a row has no diagonal entry, or the rows are stored out of order"));
     s.told = state;
     PetscCall((OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::sor(A, bb, omega, flag, fshift, its, lits, xx)));
+    PetscFunctionReturn(0);
+  }
+  if (inode_replayed) { // AIJ's inode SOR, the sweeps of a zero initial guess and one iteration
+    const bool forward      = (flag & SOR_FORWARD_SWEEP) || (flag & SOR_LOCAL_FORWARD_SWEEP);
+    const bool backward     = (flag & SOR_BACKWARD_SWEEP) || (flag & SOR_LOCAL_BACKWARD_SWEEP);
+    const PetscLogDouble nz = static_cast<PetscLogDouble>(d->compact->stats.nnz);
+    PetscCall(VecGetArray(xx, &x));
+    PetscCall(VecGetArrayRead(bb, &b));
+    PetscCall(guarded([&] {
+      reference::sor_inode_zero_guess(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
+                                      static_cast<std::int64_t>(s.inode_sizes.size()), s.inode_inverses.data(), forward,
+                                      backward, s.work.data(), b, x);
+    }));
+    PetscCall(PetscLogFlops((forward ? nz : 0) + (backward ? nz : 0))); // AIJ's counts: nz a sweep
+    PetscCall(VecRestoreArrayRead(bb, &b));
+    PetscCall(VecRestoreArray(xx, &x));
     PetscFunctionReturn(0);
   }
   its = its * lits;

@@ -33,6 +33,10 @@ struct SorState {
   bool idiag_valid = false;
   PetscReal omega = 1, shift = 0; // what idiag was made with
   std::vector<double> idiag, work;
+  // AIJ's inode SOR (inodes, omega 1, no shift): the inodes' sizes and their inverted diagonal blocks, node after node
+  bool inode_valid = false;
+  std::vector<int> inode_sizes;
+  std::vector<double> inode_inverses;
   PetscObjectState told = -1; // the state -info was last told the path of
 };
 
