@@ -63,13 +63,16 @@ void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> pattern, const SorRo
 // AIJ's inode SOR (PETSc 3.18's MatSOR_SeqAIJ_Inode, which AIJ takes where it
 // found inodes, omega is 1 and there is no shift): Gauss-Seidel over the
 // inodes (runs of rows with one column pattern, sizes[0..nodes) in row order),
-// each node's diagonal block applied through its inverse. These are the sweeps
-// of a call with a zero initial guess and one iteration (how PCSOR applies
-// it): forward, each row's sum over the columns before its node, `sum -= a0 x0
-// + a1 x1` a pair of entries at a time (then the last alone), saved in t; then
-// backward from t (or from b without the forward sweep), over the columns
-// after the node. A node's x is then sum_c S_c inverse[c s + r], c ascending,
-// AIJ's unrolled expressions term for term.
+// each node's diagonal block applied through its inverse, the sums a pair of
+// products at a time (`sum -= a0 x0 + a1 x1`, then the last entry alone). A
+// forward sweep takes b minus the columns before the node (saved in t), then,
+// unless the guess is zero, minus the columns after it; a backward sweep takes
+// t (after a forward sweep) or b minus the columns after the node, and without
+// a forward sweep and a zero guess, b minus the whole rows, added to x. A
+// node's x (or its increment) is sum_c S_c inverse[c s + r], c ascending, as
+// AIJ's unrolled expressions. The flags as AIJ reads them: the zero-guess
+// sweeps, then its - 1 (or its) more; AIJ's inode SOR ignores lits, and has
+// no Eisenstat here (callers keep AIJ for it).
 //
 // inode_diagonal_blocks writes each node's s x s diagonal block as AIJ copies
 // it before inverting it (column-major: blocks[k s + j] = a(row0 + j, row0 +
@@ -79,9 +82,9 @@ template <typename Index>
 void inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
                            double *blocks);
 template <typename Index>
-void sor_inode_zero_guess(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
-                          std::int64_t nodes, const double *inverses, bool forward, bool backward, double *t,
-                          const double *b, double *x);
+void sor_inode(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
+               std::int64_t nodes, const double *inverses, const SorSweeps &sweeps, double *t, const double *b,
+               double *x);
 } // namespace reference
 
 } // namespace petscmp

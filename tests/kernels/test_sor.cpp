@@ -331,34 +331,29 @@ Matrix<std::int32_t> mixed_node_chain(const std::vector<int> &sizes, unsigned se
   return a;
 }
 
-// MatSOR_SeqAIJ_Inode's zero-guess sweeps (PETSc 3.18, inode.c) written out over a CSR with its pointers: a node's
-// rows from ii[row] (forward, diag[row0] - ii[row0] entries) or from diag[row] + (s - r) (backward, the last row's
-// ii[L + 1] - diag[L] - 1 entries), pairs of products, x = sum1 * ib[r] + sum2 * ib[s + r] + ...
-void aij_inode_zero_guess(const AijRows &a, const std::vector<int> &sizes, const std::vector<double> &ib, bool forward,
-                          bool backward, const double *b, double *t, double *x)
+// MatSOR_SeqAIJ_Inode's sweeps (PETSc 3.18, inode.c) written out over a CSR with its pointers: forward from ii[row]
+// (diag[row0] - ii[row0] entries, saved in t), then without a zero guess from ii[row] + that + s (ii[row0 + 1] -
+// diag[row0] - s entries); backward from diag[row] + (s - r) (the last row's ii[L + 1] - diag[L] - 1 entries), or,
+// backward alone without a zero guess, whole rows from ii[row] added to x; pairs of products, x = sum1 * ib[r] +
+// sum2 * ib[s + r] + ...
+void aij_inode(const AijRows &a, const std::vector<int> &sizes, const std::vector<double> &ib, const SorSweeps &sw,
+               const double *b, double *t, double *x)
 {
-  auto sweep_node = [&](std::int32_t row0, int s, const double *inverse, const double *from, bool lower) {
-    double S[5];
-    for (int r = 0; r < s; ++r) {
-      const std::int32_t row = row0 + r, last = row0 + s - 1;
-      const std::int32_t sz   = lower ? a.diag[row0] - a.rowptr[row0] : a.rowptr[last + 1] - a.diag[last] - 1;
-      const double *v         = a.vals.data() + (lower ? a.rowptr[row] : a.diag[row] + (s - r));
-      const std::int32_t *idx = a.cols.data() + (lower ? a.rowptr[row0] : a.diag[last] + 1);
-      double sum              = from[row];
-      std::int32_t n          = 0;
-      for (; n < sz - 1; n += 2) {
-        const double tmp0 = x[idx[n]], tmp1 = x[idx[n + 1]];
-        sum -= v[n] * tmp0 + v[n + 1] * tmp1;
-      }
-      if (n == sz - 1) sum -= v[n] * x[idx[n]];
-      S[r] = sum;
-      if (lower) t[row] = sum;
+  auto minus_pairs = [&](const double *v, const std::int32_t *idx, std::int32_t sz, double sum) {
+    std::int32_t n = 0;
+    for (; n < sz - 1; n += 2) {
+      const double tmp0 = x[idx[n]], tmp1 = x[idx[n + 1]];
+      sum -= v[n] * tmp0 + v[n + 1] * tmp1;
     }
+    if (n == sz - 1) sum -= v[n] * x[idx[n]];
+    return sum;
+  };
+  auto update = [&](std::int32_t row0, int s, const double *inverse, const double *S, bool add) {
     for (int r = 0; r < s; ++r) {
       double v = S[0] * inverse[r];
       for (int c = 1; c < s; ++c)
         v = v + S[c] * inverse[c * s + r];
-      x[row0 + r] = v;
+      x[row0 + r] = add ? x[row0 + r] + v : v;
     }
   };
   std::vector<std::int32_t> first(sizes.size() + 1, 0);
@@ -367,19 +362,55 @@ void aij_inode_zero_guess(const AijRows &a, const std::vector<int> &sizes, const
     first[k + 1] = first[k] + sizes[k];
     block[k + 1] = block[k] + static_cast<std::size_t>(sizes[k] * sizes[k]);
   }
-  if (forward)
-    for (std::size_t k = 0; k < sizes.size(); ++k)
-      sweep_node(first[k], sizes[k], ib.data() + block[k], b, true);
-  if (backward)
-    for (std::size_t k = sizes.size(); k-- > 0;)
-      sweep_node(first[k], sizes[k], ib.data() + block[k], forward ? t : b, false);
+  auto forward = [&](bool with_upper) {
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      const std::int32_t row0 = first[k];
+      const int s             = sizes[k];
+      const std::int32_t sz = a.diag[row0] - a.rowptr[row0], sz2 = a.rowptr[row0 + 1] - a.diag[row0] - s;
+      double S[5];
+      for (int r = 0; r < s; ++r) {
+        const double *v = a.vals.data() + a.rowptr[row0 + r];
+        double sum      = minus_pairs(v, a.cols.data() + a.rowptr[row0], sz, b[row0 + r]);
+        t[row0 + r]     = sum;
+        if (with_upper) sum = minus_pairs(v + sz + s, a.cols.data() + a.diag[row0] + s, sz2, sum);
+        S[r] = sum;
+      }
+      update(row0, s, ib.data() + block[k], S, false);
+    }
+  };
+  auto backward = [&](const double *xb, bool whole) {
+    for (std::size_t k = sizes.size(); k-- > 0;) {
+      const std::int32_t row0 = first[k], last = first[k + 1] - 1;
+      const int s = sizes[k];
+      double S[5];
+      for (int r = 0; r < s; ++r) {
+        if (whole)
+          S[r] = minus_pairs(a.vals.data() + a.rowptr[row0 + r], a.cols.data() + a.rowptr[last],
+                             a.rowptr[last + 1] - a.rowptr[last], xb[row0 + r]);
+        else
+          S[r] = minus_pairs(a.vals.data() + a.diag[row0 + r] + (s - r), a.cols.data() + a.diag[last] + 1,
+                             a.rowptr[last + 1] - a.diag[last] - 1, xb[row0 + r]);
+      }
+      update(row0, s, ib.data() + block[k], S, whole);
+    }
+  };
+  std::int64_t its = sw.its;
+  if (sw.zero_guess) {
+    if (sw.forward) forward(false);
+    if (sw.backward) backward(sw.forward ? t : b, false);
+    --its;
+  }
+  while (its-- > 0) {
+    if (sw.forward) forward(true);
+    if (sw.backward) backward(sw.forward ? t : b, !sw.forward);
+  }
 }
 
 // The inode sweeps over every layout and mode bitwise MatSOR_SeqAIJ_Inode's over the stored values, and the
 // diagonal blocks as AIJ copies them (bdiag[k s + j] = a[diag[row0 + j] - j + k]).
 class SorInodes : public ::testing::TestWithParam<Case> {};
 
-TEST_P(SorInodes, ZeroGuessBitwiseAij)
+TEST_P(SorInodes, BitwiseAijInodeSweeps)
 {
   const Case c = GetParam();
   std::vector<int> sizes;
@@ -415,16 +446,23 @@ TEST_P(SorInodes, ZeroGuessBitwiseAij)
   const std::vector<double> inverses = random_vector(room, 12u);
   const std::size_t n                = static_cast<std::size_t>(a.nrows);
   const std::vector<double> b = random_vector(n, 13u), x0 = random_vector(n, 14u);
-  for (int kind = 0; kind < 3; ++kind) {
-    const bool forward = kind != 1, backward = kind != 0;
-    std::vector<double> x = x0, expect = x0, t(n), expect_t(n);
-    aij_inode_zero_guess(aij, sizes, inverses, forward, backward, b.data(), expect_t.data(), expect.data());
-    reference::sor_inode_zero_guess(copy, pattern, rows, sizes.data(), static_cast<std::int64_t>(sizes.size()),
-                                    inverses.data(), forward, backward, t.data(), b.data(), x.data());
-    for (std::size_t i = 0; i < n; ++i)
-      ASSERT_TRUE(same(x[i], expect[i])) << (forward ? "forward " : "") << (backward ? "backward" : "") << ": row " << i
-                                         << " " << x[i] << " vs AIJ's " << expect[i];
-  }
+  for (int kind = 0; kind < 3; ++kind)
+    for (bool zero_guess : {true, false})
+      for (std::int64_t its : {1, 2}) {
+        SorSweeps sw;
+        sw.forward            = kind != 1;
+        sw.backward           = kind != 0;
+        sw.zero_guess         = zero_guess;
+        sw.its                = its;
+        std::vector<double> x = x0, expect = x0, t(n), expect_t(n);
+        aij_inode(aij, sizes, inverses, sw, b.data(), expect_t.data(), expect.data());
+        reference::sor_inode(copy, pattern, rows, sizes.data(), static_cast<std::int64_t>(sizes.size()),
+                             inverses.data(), sw, t.data(), b.data(), x.data());
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_TRUE(same(x[i], expect[i]))
+              << (sw.forward ? "forward " : "") << (sw.backward ? "backward " : "") << (zero_guess ? "zero guess " : "")
+              << "its " << its << ": row " << i << " " << x[i] << " vs AIJ's " << expect[i];
+      }
 }
 
 std::vector<Case> inode_cases()

@@ -146,9 +146,9 @@ static PetscErrorCode CompareOperations(Mat E, Mat B, const char *what)
   return CompareOperationsOrdered(E, B, PETSC_FALSE, what);
 }
 
-/* MatSOR of E (ellmp: the stored rows swept, AIJ's inode SOR's zero-guess sweeps of one iteration included; an
-   AIJ copy for its other inode sweeps) bitwise that of B (AIJ with E's values): every sweep kind, omega and shift,
-   its and lits. Square matrices with every diagonal entry (AIJ's SOR reads past a row without one). */
+/* MatSOR of E (ellmp: the stored rows swept, AIJ's inode SOR included; an AIJ copy for its inode Eisenstat)
+   bitwise that of B (AIJ with E's values): every sweep kind, omega and shift, its and lits. Square matrices with
+   every diagonal entry (AIJ's SOR reads past a row without one). */
 static PetscErrorCode CompareSOR(Mat E, Mat B, const char *what)
 {
   Vec         b, x1, x2;
@@ -587,8 +587,8 @@ static PetscErrorCode TestSolve(const TestMatOpts *o)
 
 /* AIJ's inode SOR with inodes of 1-5 rows side by side (node k's rows coupled by dense blocks to nodes k-1, k and
    k+1, so AIJ finds exactly these nodes; on several ranks the ranks cut nodes): ellmp's MatSOR bitwise AIJ's in every
-   mode, the zero-guess sweeps of one iteration on the stored rows (the nodes' blocks inverted by PETSc's kernels),
-   the others on the AIJ twin. Checks that AIJ found nodes of every size, so the test covers them. */
+   mode, on the stored rows (the nodes' blocks inverted by PETSc's kernels) but Eisenstat (the AIJ twin). Checks that
+   AIJ found nodes of every size, so the test covers them. */
 static PetscErrorCode TestInodeSOR(const char *mode)
 {
   const PetscInt nodes = 150;

@@ -224,14 +224,14 @@ __attribute__((always_inline)) inline double minus_pairs(const Row &r, std::int6
   return sum;
 }
 
-// x[r] = sum_c S[c] inverse[c s + r] (c ascending) for the s rows of a node.
-void apply_node_inverse(const double *S, const double *inverse, int s, double *x)
+// x[r] = sum_c S[c] inverse[c s + r] (c ascending) for the s rows of a node, or x[r] += that sum (add).
+void apply_node_inverse(const double *S, const double *inverse, int s, double *x, bool add)
 {
   for (int r = 0; r < s; ++r) {
     double v = S[0] * inverse[r];
     for (int c = 1; c < s; ++c)
       v += S[c] * inverse[c * s + r];
-    x[r] = v;
+    x[r] = add ? x[r] + v : v;
   }
 }
 
@@ -408,49 +408,62 @@ void inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> p, const SorRo
 }
 
 template <typename Index>
-void sor_inode_zero_guess(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
-                          std::int64_t nodes, const double *inverses, bool forward, bool backward, double *t,
-                          const double *b, double *x)
+void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes, std::int64_t nodes,
+               const double *inverses, const SorSweeps &sweeps, double *t, const double *b, double *x)
 {
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
   double S[5]; // the sums of the node's rows (AIJ's inodes hold at most 5 rows)
-  if (forward) {
+  // forward: b minus the columns before the node (the first row's entries before its diagonal, the same columns in
+  // each row) saved in t, then (with_upper) minus the columns after the node; x of the node = its inverse times S
+  auto forward_pass = [&](bool with_upper) {
     std::int64_t node = 0, row0 = 0;
     const double *inverse = inverses;
     for_each_row<false>(A, p, rows, [&](std::int64_t i, const auto &r) {
       const int s          = sizes[node];
-      const std::int64_t j = i - row0;
-      // the columns before the node: the node's first row's entries before its diagonal, the same in each row
-      S[j] = t[i] = minus_pairs(r, 0, diagonal_at[row0], x, b[i]);
+      const std::int64_t j = i - row0, lower = diagonal_at[row0];
+      double sum = t[i] = minus_pairs(r, 0, lower, x, b[i]);
+      if (with_upper) sum = minus_pairs(r, lower + s, r.n, x, sum);
+      S[j] = sum;
       if (j == s - 1) {
-        apply_node_inverse(S, inverse, s, x + row0);
+        apply_node_inverse(S, inverse, s, x + row0, false);
         inverse += s * s;
         row0 += s;
         ++node;
       }
     });
-  }
-  if (backward) {
-    const double *xb   = forward ? t : b;
-    std::int64_t total = 0;
-    for (std::int64_t n = 0; n < nodes; ++n)
-      total += sizes[n] * sizes[n];
+  };
+  // backward: xb minus the columns after the node (the last row's entries after its diagonal), x of the node = its
+  // inverse times S; or (whole) xb minus the whole rows, x of the node += its inverse times S
+  std::int64_t total = 0;
+  for (std::int64_t n = 0; n < nodes; ++n)
+    total += sizes[n] * sizes[n];
+  auto backward_pass = [&](const double *xb, bool whole) {
     std::int64_t node = nodes - 1, last = A.nrows - 1, upper = 0;
     const double *inverse = inverses + total;
     for_each_row<true>(A, p, rows, [&](std::int64_t i, const auto &r) {
       const int s             = sizes[node];
       const std::int64_t row0 = last - s + 1, j = i - row0;
-      if (i == last) { // the columns after the node: the last row's entries after its diagonal, the same in each row
+      if (i == last) {
         upper = r.n - diagonal_at[i] - 1;
         inverse -= s * s;
       }
-      S[j] = minus_pairs(r, r.n - upper, r.n, x, xb[i]);
+      S[j] = minus_pairs(r, whole ? 0 : r.n - upper, r.n, x, xb[i]);
       if (j == 0) {
-        apply_node_inverse(S, inverse, s, x + row0);
+        apply_node_inverse(S, inverse, s, x + row0, whole);
         last = row0 - 1;
         --node;
       }
     });
+  };
+  std::int64_t its = sweeps.its;
+  if (sweeps.zero_guess) {
+    if (sweeps.forward) forward_pass(false);
+    if (sweeps.backward) backward_pass(sweeps.forward ? t : b, false);
+    --its;
+  }
+  while (its-- > 0) {
+    if (sweeps.forward) forward_pass(true);
+    if (sweeps.backward) backward_pass(sweeps.forward ? t : b, !sweeps.forward);
   }
 }
 
@@ -464,9 +477,8 @@ void sor_inode_zero_guess(const CompactCsr &A, CsrPattern<Index> p, const SorRow
                                        const double *, double *);                                                      \
   template void inode_diagonal_blocks<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,      \
                                              double *);                                                                \
-  template void sor_inode_zero_guess<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,       \
-                                            std::int64_t, const double *, bool, bool, double *, const double *,        \
-                                            double *);
+  template void sor_inode<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *, std::int64_t,    \
+                                 const double *, const SorSweeps &, double *, const double *, double *);
 PETSCMP_SOR_INSTANCES(std::int32_t)
 PETSCMP_SOR_INSTANCES(std::int64_t)
 #undef PETSCMP_SOR_INSTANCES

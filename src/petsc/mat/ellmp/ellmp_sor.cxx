@@ -6,14 +6,11 @@
 // smoothers (PCSOR, PCMG's Chebyshev/SOR levels).
 //
 // Where AIJ found inodes and omega is 1 with no shift, AIJ takes its inode SOR
-// (MatSOR_SeqAIJ_Inode: block Gauss-Seidel over the inodes). Its sweeps with a
-// zero initial guess and one iteration (PCSOR's application, and the first
-// local sweep of MPIAIJ's) are replayed here too, on the stored rows, the
-// nodes' diagonal blocks inverted by PETSc's own kernels as AIJ inverts them;
-// its other sweeps (a nonzero guess, more iterations, Eisenstat) keep running
-// on the AIJ twin, as do matrices with a row lacking its diagonal entry (AIJ
-// then reads past the row) and copies the sweeps cannot walk in order
-// (sor.hpp).
+// (MatSOR_SeqAIJ_Inode: block Gauss-Seidel over the inodes); its sweeps are
+// replayed here too, on the stored rows, the nodes' diagonal blocks inverted
+// by PETSc's own kernels as AIJ inverts them. Its Eisenstat keeps running on
+// the AIJ twin, as do matrices with a row lacking its diagonal entry (AIJ then
+// reads past the row) and copies the sweeps cannot walk in order (sor.hpp).
 #include "mat/ellmp/ellmpimpl.h"
 // (after PETSc's headers, which it needs)
 #include <petsc/private/kernels/blockinvert.h>
@@ -40,11 +37,9 @@ PetscErrorCode update_rows(Mat A, SorState &s)
   PetscCall(guarded([&] { s.sweepable = reference::sor_rows(*d->compact, CsrPattern<PetscInt>{}, s.rows); }));
   s.state   = state;
   s.compact = d->compact.get();
-  if (s.sweepable) {
+  if (s.sweepable)
     PetscCall(
         PetscInfo(A, "petscmp: SOR sweeps the stored rows (%zu runs of rows; no AIJ copy)\n", s.rows.runs.size()));
-    s.told = state;
-  }
   PetscFunctionReturn(0);
 }
 
@@ -88,12 +83,12 @@ PetscErrorCode invert_diagonal(Mat A, SorState &s, PetscReal omega, PetscReal fs
   PetscFunctionReturn(0);
 }
 
-// Whether this call makes only the sweeps of AIJ's inode SOR that are replayed on the stored rows: a zero initial
-// guess, one iteration (AIJ's inode SOR ignores lits), forward and/or backward, nothing else.
-bool inode_sweeps_replayed(MatSORType flag, PetscInt its)
+// Whether this call makes only the sweeps of AIJ's inode SOR that are replayed on the stored rows: forward and/or
+// backward, with or without a zero initial guess (not Eisenstat, not SOR_APPLY_UPPER/LOWER).
+bool inode_sweeps_replayed(MatSORType flag)
 {
   const int sweeps = SOR_FORWARD_SWEEP | SOR_BACKWARD_SWEEP | SOR_LOCAL_FORWARD_SWEEP | SOR_LOCAL_BACKWARD_SWEEP;
-  return its == 1 && (flag & SOR_ZERO_INITIAL_GUESS) && (flag & sweeps) && !(flag & ~(sweeps | SOR_ZERO_INITIAL_GUESS));
+  return (flag & sweeps) && !(flag & ~(sweeps | SOR_ZERO_INITIAL_GUESS));
 }
 
 // AIJ's inverted inode diagonal blocks (MatSOR_SeqAIJ_Inode's first part): each node's block copied from the stored
@@ -181,37 +176,45 @@ PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
   PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
              "petscmp: the ellmp matrix must be assembled before MatSOR");
   const bool inode_sor      = d->inodes && omega == 1.0 && fshift == 0.0; // AIJ's MatSOR_SeqAIJ_Inode
-  const bool inode_replayed = inode_sor && inode_sweeps_replayed(flag, its);
+  const bool inode_replayed = inode_sor && inode_sweeps_replayed(flag);
   PetscBool inodes_cover    = PETSC_TRUE;
   if ((!inode_sor || inode_replayed) && !d->settings.sor_aij_copy) PetscCall(update_rows(A, s));
   if (inode_replayed && !d->settings.sor_aij_copy && s.sweepable) PetscCall(invert_inode_blocks(A, s, &inodes_cover));
   if ((inode_sor && !inode_replayed) || d->settings.sor_aij_copy || !s.sweepable || !inodes_cover) {
     PetscObjectState state;
     PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-    if (s.told != state) // (once per state of the values)
+    if (s.told_copy != state) // (once per state of the values)
       PetscCall(PetscInfo(A, "petscmp: SOR on an AIJ copy of the matrix (AIJ's memory while it lives): %s\n",
                           d->settings.sor_aij_copy ? "-mat_ellmp_sor_aij_copy"
                           : inode_sor && !inode_replayed
-                              ? "AIJ's inode SOR (inodes, omega 1, no shift) with a nonzero initial guess, "
-                                "several iterations or Eisenstat"
+                              ? "AIJ's inode SOR (inodes, omega 1, no shift) for Eisenstat or SOR_APPLY_UPPER"
                           : !inodes_cover ? "AIJ's inode SOR, and its inodes do not cover the rows"
                                           : "a row has no diagonal entry, or the rows are stored out of order"));
-    s.told = state;
+    s.told_copy = state;
     PetscCall((OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::sor(A, bb, omega, flag, fshift, its, lits, xx)));
     PetscFunctionReturn(0);
   }
-  if (inode_replayed) { // AIJ's inode SOR, the sweeps of a zero initial guess and one iteration
-    const bool forward      = (flag & SOR_FORWARD_SWEEP) || (flag & SOR_LOCAL_FORWARD_SWEEP);
-    const bool backward     = (flag & SOR_BACKWARD_SWEEP) || (flag & SOR_LOCAL_BACKWARD_SWEEP);
+  if (inode_replayed) { // AIJ's inode SOR
+    SorSweeps sweeps;
+    sweeps.its              = its; // (AIJ's inode SOR ignores lits)
+    sweeps.forward          = (flag & SOR_FORWARD_SWEEP) || (flag & SOR_LOCAL_FORWARD_SWEEP);
+    sweeps.backward         = (flag & SOR_BACKWARD_SWEEP) || (flag & SOR_LOCAL_BACKWARD_SWEEP);
+    sweeps.zero_guess       = flag & SOR_ZERO_INITIAL_GUESS;
     const PetscLogDouble nz = static_cast<PetscLogDouble>(d->compact->stats.nnz);
     PetscCall(VecGetArray(xx, &x));
     PetscCall(VecGetArrayRead(bb, &b));
     PetscCall(guarded([&] {
-      reference::sor_inode_zero_guess(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
-                                      static_cast<std::int64_t>(s.inode_sizes.size()), s.inode_inverses.data(), forward,
-                                      backward, s.work.data(), b, x);
+      reference::sor_inode(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
+                           static_cast<std::int64_t>(s.inode_sizes.size()), s.inode_inverses.data(), sweeps,
+                           s.work.data(), b, x);
     }));
-    PetscCall(PetscLogFlops((forward ? nz : 0) + (backward ? nz : 0))); // AIJ's counts: nz a sweep
+    // AIJ's counts: nz a zero-guess sweep; later ones 2 nz forward, and backward 2 nz (whole rows) or nz
+    PetscLogDouble flops = 0;
+    if (sweeps.zero_guess) flops += (sweeps.forward ? nz : 0) + (sweeps.backward ? nz : 0);
+    const PetscInt later = sweeps.zero_guess ? its - 1 : its;
+    if (later > 0)
+      flops += later * ((sweeps.forward ? 2.0 * nz : 0) + (sweeps.backward ? (sweeps.forward ? nz : 2.0 * nz) : 0));
+    PetscCall(PetscLogFlops(flops));
     PetscCall(VecRestoreArrayRead(bb, &b));
     PetscCall(VecRestoreArray(xx, &x));
     PetscFunctionReturn(0);

@@ -37,7 +37,7 @@ struct SorState {
   bool inode_valid = false;
   std::vector<int> inode_sizes;
   std::vector<double> inode_inverses;
-  PetscObjectState told = -1; // the state -info was last told the path of
+  PetscObjectState told_copy = -1; // the state -info was last told a call went to the AIJ copy
 };
 
 struct SeqELLMP {
