@@ -77,9 +77,11 @@ void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> pattern, const SorRo
 // inode_diagonal_blocks writes each node's s x s diagonal block as AIJ copies
 // it before inverting it (column-major: blocks[k s + j] = a(row0 + j, row0 +
 // k)), node after node; `inverses` is that array inverted by PETSc's kernels.
-// Both need rows from sor_rows and node sizes summing to A's rows.
+// It returns false where a node's rows do not share one column pattern (the
+// sizes are not A's inodes). Both need rows from sor_rows and node sizes
+// summing to A's rows.
 template <typename Index>
-void inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
+bool inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
                            double *blocks);
 template <typename Index>
 void sor_inode(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,

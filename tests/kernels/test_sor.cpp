@@ -430,7 +430,7 @@ TEST_P(SorInodes, BitwiseAijInodeSweeps)
   for (int s : sizes)
     room += static_cast<std::size_t>(s * s);
   std::vector<double> blocks(room), expect_blocks(room);
-  reference::inode_diagonal_blocks(copy, pattern, rows, sizes.data(), blocks.data());
+  ASSERT_TRUE(reference::inode_diagonal_blocks(copy, pattern, rows, sizes.data(), blocks.data()));
   std::size_t cnt = 0, row0 = 0;
   for (const int sz : sizes) {
     for (int j = 0; j < sz; ++j)
@@ -463,6 +463,24 @@ TEST_P(SorInodes, BitwiseAijInodeSweeps)
               << (sw.forward ? "forward " : "") << (sw.backward ? "backward " : "") << (zero_guess ? "zero guess " : "")
               << "its " << its << ": row " << i << " " << x[i] << " vs AIJ's " << expect[i];
       }
+}
+
+// Node sizes that are not the rows' inodes (two nodes taken as one; a node overrunning its rows into the next) are
+// refused, not swept.
+TEST(SorInodesRefused, SizesNotTheRowsPatterns)
+{
+  const std::vector<int> sizes = {2, 3, 1, 4, 2, 5, 3};
+  const auto a                 = mixed_node_chain(sizes, 5u);
+  StorageOptions opts;
+  opts.own_indices      = true;
+  const CompactCsr copy = build_compact_csr(a.view(), opts);
+  SorRows rows;
+  ASSERT_TRUE(reference::sor_rows(copy, CsrPattern<std::int32_t>{}, rows));
+  std::vector<double> blocks(200);
+  EXPECT_TRUE(reference::inode_diagonal_blocks(copy, CsrPattern<std::int32_t>{}, rows, sizes.data(), blocks.data()));
+  const std::vector<int> merged = {5, 1, 4, 2, 5, 3}, shifted = {3, 2, 1, 4, 2, 5, 3};
+  EXPECT_FALSE(reference::inode_diagonal_blocks(copy, CsrPattern<std::int32_t>{}, rows, merged.data(), blocks.data()));
+  EXPECT_FALSE(reference::inode_diagonal_blocks(copy, CsrPattern<std::int32_t>{}, rows, shifted.data(), blocks.data()));
 }
 
 std::vector<Case> inode_cases()

@@ -389,22 +389,37 @@ void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> p, const SorRows &ro
 }
 
 template <typename Index>
-void inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+bool inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
                            double *blocks)
 {
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
   std::int64_t node = 0, row0 = 0;
+  std::vector<std::int64_t> pattern; // the node's first row's columns: every row of an inode has them
+  bool same = true;
   for_each_row<false>(A, p, rows, [&](std::int64_t i, const auto &r) {
     const int s          = sizes[node];
     const std::int64_t j = i - row0; // the row in its node: a(i, row0 + k) is the entry k - j after its diagonal
-    for (int k = 0; k < s; ++k)
-      blocks[k * s + j] = r.value(diagonal_at[i] - j + k);
+    if (j == 0) {
+      pattern.resize(static_cast<std::size_t>(r.n));
+      for (std::int64_t e = 0; e < r.n; ++e)
+        pattern[static_cast<std::size_t>(e)] = r.column(e);
+    } else if (r.n != static_cast<std::int64_t>(pattern.size()))
+      same = false;
+    else
+      for (std::int64_t e = 0; e < r.n; ++e)
+        same = same && r.column(e) == pattern[static_cast<std::size_t>(e)];
+    if (same && diagonal_at[i] - j >= 0 && diagonal_at[i] - j + s <= r.n)
+      for (int k = 0; k < s; ++k)
+        blocks[k * s + j] = r.value(diagonal_at[i] - j + k);
+    else
+      same = false;
     if (j == s - 1) {
       blocks += s * s;
       row0 += s;
       ++node;
     }
   });
+  return same;
 }
 
 template <typename Index>
@@ -475,7 +490,7 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
                                      double *, const double *, double *);                                              \
   template void sor_apply_upper<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, double, double,         \
                                        const double *, double *);                                                      \
-  template void inode_diagonal_blocks<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,      \
+  template bool inode_diagonal_blocks<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,      \
                                              double *);                                                                \
   template void sor_inode<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *, std::int64_t,    \
                                  const double *, const SorSweeps &, double *, const double *, double *);

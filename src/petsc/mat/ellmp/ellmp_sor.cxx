@@ -93,7 +93,7 @@ bool inode_sweeps_replayed(MatSORType flag)
 
 // AIJ's inverted inode diagonal blocks (MatSOR_SeqAIJ_Inode's first part): each node's block copied from the stored
 // rows and inverted in place by PETSc's kernels, a zero pivot an error or a recorded factor error as AIJ has it.
-// *usable is false where the inodes AIJ found at the last build do not cover the rows (then the twin runs).
+// *usable is false where the inodes AIJ found at the last build are not the rows' (then the twin runs).
 PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
 {
   SeqELLMP *d = data_of(A);
@@ -111,13 +111,18 @@ PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
     *usable = PETSC_FALSE;
     PetscFunctionReturn(0);
   }
+  bool inodes = false;
   PetscCall(guarded([&] {
     s.inode_sizes.assign(d->inode_sizes.begin(), d->inode_sizes.end());
     s.inode_inverses.resize(static_cast<std::size_t>(room));
     s.work.resize(static_cast<std::size_t>(A->rmap->n));
-    reference::inode_diagonal_blocks(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
-                                     s.inode_inverses.data());
+    inodes = reference::inode_diagonal_blocks(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
+                                              s.inode_inverses.data());
   }));
+  if (!inodes) { // (the sizes of the last build no longer the rows' patterns)
+    *usable = PETSC_FALSE;
+    PetscFunctionReturn(0);
+  }
   const PetscReal zeropivot = 100. * PETSC_MACHINE_EPSILON, shift = 0.0;
   const PetscBool allowzeropivot = PetscNot(A->erroriffailure);
   PetscBool zeropivotdetected    = PETSC_FALSE;
@@ -188,7 +193,7 @@ PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
                           d->settings.sor_aij_copy ? "-mat_ellmp_sor_aij_copy"
                           : inode_sor && !inode_replayed
                               ? "AIJ's inode SOR (inodes, omega 1, no shift) for Eisenstat or SOR_APPLY_UPPER"
-                          : !inodes_cover ? "AIJ's inode SOR, and its inodes do not cover the rows"
+                          : !inodes_cover ? "AIJ's inode SOR, and the inodes found at the last build are not the rows'"
                                           : "a row has no diagonal entry, or the rows are stored out of order"));
     s.told_copy = state;
     PetscCall((OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::sor(A, bb, omega, flag, fshift, its, lits, xx)));
