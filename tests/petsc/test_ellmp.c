@@ -589,7 +589,7 @@ static PetscErrorCode TestSolve(const TestMatOpts *o)
    k+1, so AIJ finds exactly these nodes; on several ranks the ranks cut nodes): ellmp's MatSOR bitwise AIJ's in every
    mode, on the stored rows (the nodes' blocks inverted by PETSc's kernels) but Eisenstat (the AIJ twin). Checks that
    AIJ found nodes of every size, so the test covers them. */
-static PetscErrorCode TestInodeSOR(const char *mode)
+static PetscErrorCode TestInodeSOR(const char *mode, PetscBool singular)
 {
   const PetscInt nodes = 150;
   PetscInt       first[151], rstart, rend, found, *sizes, limit, seen[6] = {0};
@@ -617,6 +617,7 @@ static PetscErrorCode TestInodeSOR(const char *mode)
         for (PetscInt j = first[nb]; j < first[nb + 1]; j++) {
           cols[n] = j;
           vals[n] = TestValue(VAL_FP64, TestHash(21, (uint64_t)i, (uint64_t)j)) + (i == j ? 12.0 : 0.0);
+          if (singular && i == 0 && j == 0) vals[n] = 0.0; /* a zero pivot: node 0 holds one row */
           n++;
         }
       PetscCall(MatSetValues(A, 1, &i, n, cols, vals, INSERT_VALUES));
@@ -632,7 +633,26 @@ static PetscErrorCode TestInodeSOR(const char *mode)
   for (PetscInt k = 0; sizes && k < found; k++) seen[PetscMin(sizes[k], 5)]++;
   TEST_CHECK(PETSC_COMM_WORLD, sizes && seen[1] && seen[2] && seen[3] && seen[4] && seen[5],
              "%s: AIJ did not find inodes of every size 1-5 (%" PetscInt_FMT " nodes)", what, sizes ? found : 0);
-  PetscCall(CompareSOR(E, B, what));
+  if (!singular) PetscCall(CompareSOR(E, B, what));
+  else { /* AIJ's inode SOR records the zero pivot and goes on (1/0): the same factor error, the same bits */
+    Vec           b, x1, x2;
+    MatFactorError e1, e2;
+    PetscCall(MatCreateVecs(B, &x1, &b));
+    PetscCall(VecDuplicate(x1, &x2));
+    PetscCall(TestVecFill(b, 6));
+    PetscCall(MatSOR(E, b, 1.0, (MatSORType)(SOR_LOCAL_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS), 0.0, 1, 1, x1));
+    PetscCall(MatSOR(B, b, 1.0, (MatSORType)(SOR_LOCAL_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS), 0.0, 1, 1, x2));
+    Mat            Ed = E;
+    if (size_of_world() > 1) PetscCall(MatGetDiagonalBlock(E, &Ed));
+    PetscCall(MatFactorGetError(Ed, &e1));
+    PetscCall(MatFactorGetError(Bd, &e2));
+    TEST_CHECK(PETSC_COMM_WORLD, rstart > 0 || (e1 == MAT_FACTOR_NUMERIC_ZEROPIVOT && e2 == e1),
+               "%s, a zero pivot: factor errors %d (ellmp) and %d (AIJ)", what, (int)e1, (int)e2);
+    PetscCall(TestCheckBitwise(x1, x2, what));
+    PetscCall(VecDestroy(&b));
+    PetscCall(VecDestroy(&x1));
+    PetscCall(VecDestroy(&x2));
+  }
   PetscCall(MatDestroy(&A));
   PetscCall(MatDestroy(&E));
   PetscCall(MatDestroy(&B));
@@ -663,7 +683,8 @@ int main(int argc, char **argv)
     o.N = 700;
     PetscCall(TestStorage(modes[m], u[m], &o, "rectangular"));
   }
-  for (int m = 0; m < 4; m++) PetscCall(TestInodeSOR(modes[m]));
+  for (int m = 0; m < 4; m++) PetscCall(TestInodeSOR(modes[m], PETSC_FALSE));
+  PetscCall(TestInodeSOR("lossless", PETSC_TRUE));
   TestMatOptsDefault(&o, 400);
   o.valuekind = VAL_FP64;
   PetscCall(TestChanges(&o));

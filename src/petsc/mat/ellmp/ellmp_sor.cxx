@@ -99,18 +99,20 @@ PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
   SeqELLMP *d = data_of(A);
 
   PetscFunctionBegin;
-  *usable = PETSC_TRUE;
+  *usable = s.inode_usable ? PETSC_TRUE : PETSC_FALSE;
   if (s.inode_valid) PetscFunctionReturn(0);
+  // (known for this state of the values once inode_valid is set)
+  s.inode_usable = false;
+  *usable        = PETSC_FALSE;
   PetscInt rows = 0, room = 0;
+  bool sizes_ok = true;
   for (PetscInt size : d->inode_sizes) {
-    if (size < 1 || size > 5) *usable = PETSC_FALSE; // (AIJ's inode routines stop on larger nodes)
+    if (size < 1 || size > 5) sizes_ok = false; // (AIJ's inode routines stop on larger nodes)
     rows += size;
     room += size * size;
   }
-  if (!*usable || rows != A->rmap->n) {
-    *usable = PETSC_FALSE;
-    PetscFunctionReturn(0);
-  }
+  s.inode_valid = !sizes_ok || rows != A->rmap->n;
+  if (s.inode_valid) PetscFunctionReturn(0);
   bool inodes = false;
   PetscCall(guarded([&] {
     s.inode_sizes.assign(d->inode_sizes.begin(), d->inode_sizes.end());
@@ -119,10 +121,8 @@ PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
     inodes = reference::inode_diagonal_blocks(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
                                               s.inode_inverses.data());
   }));
-  if (!inodes) { // (the sizes of the last build no longer the rows' patterns)
-    *usable = PETSC_FALSE;
-    PetscFunctionReturn(0);
-  }
+  s.inode_valid = !inodes; // (the sizes of the last build are not the rows' patterns)
+  if (s.inode_valid) PetscFunctionReturn(0);
   const PetscReal zeropivot = 100. * PETSC_MACHINE_EPSILON, shift = 0.0;
   const PetscBool allowzeropivot = PetscNot(A->erroriffailure);
   PetscBool zeropivotdetected    = PETSC_FALSE;
@@ -160,7 +160,9 @@ PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
     block += size * size;
     row += size;
   }
-  s.inode_valid = true;
+  s.inode_valid  = true; // (not before: a zero pivot that stopped the inversion stops the next call too, as AIJ's)
+  s.inode_usable = true;
+  *usable        = PETSC_TRUE;
   PetscCall(PetscInfo(
       A, "petscmp: AIJ's inode SOR on the stored rows (%zu inodes, their diagonal blocks inverted; no AIJ copy)\n",
       s.inode_sizes.size()));

@@ -34,7 +34,7 @@ struct SorState {
   PetscReal omega = 1, shift = 0; // what idiag was made with
   std::vector<double> idiag, work;
   // AIJ's inode SOR (inodes, omega 1, no shift): the inodes' sizes and their inverted diagonal blocks, node after node
-  bool inode_valid = false;
+  bool inode_valid = false, inode_usable = false; // (usable: the sizes are the rows' inodes)
   std::vector<int> inode_sizes;
   std::vector<double> inode_inverses;
   PetscObjectState told_copy = -1; // the state -info was last told a call went to the AIJ copy
