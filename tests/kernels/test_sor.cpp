@@ -236,21 +236,40 @@ void PrintTo(const Case &c, std::ostream *os)
   *os << case_name(c);
 }
 
+// A case's copy of a, the pattern it reads, its rows for SOR and the CSR of its stored values (what AIJ holds).
+struct StoredCase {
+  CompactCsr copy;
+  CsrPattern<std::int32_t> pattern;
+  SorRows rows;
+  AijRows aij;
+  bool sweepable = false;
+};
+StoredCase stored_case(const Case &c, const Matrix<std::int32_t> &a)
+{
+  StorageOptions opts;
+  opts.mode        = c.mode;
+  opts.layout      = c.layout;
+  opts.own_indices = c.own_indices;
+  StoredCase out;
+  out.copy      = build_compact_csr(a.view(), opts);
+  out.pattern   = c.own_indices ? CsrPattern<std::int32_t>{} : a.pattern();
+  out.sweepable = reference::sor_rows(out.copy, out.pattern, out.rows);
+  out.aij       = c.own_indices ? stored_csr(out.copy) : stored_csr_of_master(out.copy, a);
+  return out;
+}
+
 class Sor : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Sor, BitwiseAijSweeps)
 {
-  const Case c = GetParam();
-  const auto a = case_matrix(c.kind);
-  StorageOptions opts;
-  opts.mode             = c.mode;
-  opts.layout           = c.layout;
-  opts.own_indices      = c.own_indices;
-  const CompactCsr copy = build_compact_csr(a.view(), opts);
-  const auto pattern    = c.own_indices ? CsrPattern<std::int32_t>{} : a.pattern();
-  SorRows rows;
-  ASSERT_TRUE(reference::sor_rows(copy, pattern, rows));
-  const AijRows aij           = c.own_indices ? stored_csr(copy) : stored_csr_of_master(copy, a);
+  const Case c        = GetParam();
+  const auto a        = case_matrix(c.kind);
+  const StoredCase sc = stored_case(c, a);
+  ASSERT_TRUE(sc.sweepable);
+  const CompactCsr &copy      = sc.copy;
+  const auto &pattern         = sc.pattern;
+  const SorRows &rows         = sc.rows;
+  const AijRows &aij          = sc.aij;
   const std::size_t n         = static_cast<std::size_t>(a.nrows);
   const std::vector<double> b = random_vector(n, 7u), x0 = random_vector(n, 8u);
   std::vector<double> work(n);
@@ -416,17 +435,14 @@ TEST_P(SorInodes, BitwiseAijInodeSweeps)
   std::vector<int> sizes;
   for (int k = 0; k < 240; ++k)
     sizes.push_back(1 + (k * 7 + k / 5) % 5); // every size next to every other
-  const auto a = mixed_node_chain(sizes, 11u);
-  StorageOptions opts;
-  opts.mode             = c.mode;
-  opts.layout           = c.layout;
-  opts.own_indices      = c.own_indices;
-  const CompactCsr copy = build_compact_csr(a.view(), opts);
-  const auto pattern    = c.own_indices ? CsrPattern<std::int32_t>{} : a.pattern();
-  SorRows rows;
-  ASSERT_TRUE(reference::sor_rows(copy, pattern, rows));
-  const AijRows aij = c.own_indices ? stored_csr(copy) : stored_csr_of_master(copy, a);
-  std::size_t room  = 0;
+  const auto a        = mixed_node_chain(sizes, 11u);
+  const StoredCase sc = stored_case(c, a);
+  ASSERT_TRUE(sc.sweepable);
+  const CompactCsr &copy = sc.copy;
+  const auto &pattern    = sc.pattern;
+  const SorRows &rows    = sc.rows;
+  const AijRows &aij     = sc.aij;
+  std::size_t room       = 0;
   for (int s : sizes)
     room += static_cast<std::size_t>(s * s);
   std::vector<double> blocks(room), expect_blocks(room);

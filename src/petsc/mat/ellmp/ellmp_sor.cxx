@@ -169,6 +169,32 @@ PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
   PetscFunctionReturn(0);
 }
 
+// The sweeps a flag asks for (PETSc's bits as booleans), its iterations.
+SorSweeps sweeps_of(MatSORType flag, PetscInt its)
+{
+  SorSweeps sweeps;
+  sweeps.its        = its;
+  sweeps.forward    = (flag & SOR_FORWARD_SWEEP) || (flag & SOR_LOCAL_FORWARD_SWEEP);
+  sweeps.backward   = (flag & SOR_BACKWARD_SWEEP) || (flag & SOR_LOCAL_BACKWARD_SWEEP);
+  sweeps.zero_guess = flag & SOR_ZERO_INITIAL_GUESS;
+  return sweeps;
+}
+
+// AIJ's flop counts, point and inode SOR alike: a sweep with a zero guess nz; later ones 2 nz forward, and backward
+// 2 nz (whole rows) or nz (after a forward sweep saved the lower part)
+PetscErrorCode log_sweep_flops(const SorSweeps &sweeps, PetscLogDouble nz)
+{
+  PetscLogDouble flops = 0;
+
+  PetscFunctionBegin;
+  if (sweeps.zero_guess) flops += (sweeps.forward ? nz : 0) + (sweeps.backward ? nz : 0);
+  const std::int64_t later = sweeps.zero_guess ? sweeps.its - 1 : sweeps.its;
+  if (later > 0)
+    flops += later * ((sweeps.forward ? 2.0 * nz : 0) + (sweeps.backward ? (sweeps.forward ? nz : 2.0 * nz) : 0));
+  PetscCall(PetscLogFlops(flops));
+  PetscFunctionReturn(0);
+}
+
 } // namespace
 
 PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, PetscReal fshift, PetscInt its,
@@ -201,13 +227,8 @@ PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
     PetscCall((OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::sor(A, bb, omega, flag, fshift, its, lits, xx)));
     PetscFunctionReturn(0);
   }
-  if (inode_replayed) { // AIJ's inode SOR
-    SorSweeps sweeps;
-    sweeps.its              = its; // (AIJ's inode SOR ignores lits)
-    sweeps.forward          = (flag & SOR_FORWARD_SWEEP) || (flag & SOR_LOCAL_FORWARD_SWEEP);
-    sweeps.backward         = (flag & SOR_BACKWARD_SWEEP) || (flag & SOR_LOCAL_BACKWARD_SWEEP);
-    sweeps.zero_guess       = flag & SOR_ZERO_INITIAL_GUESS;
-    const PetscLogDouble nz = static_cast<PetscLogDouble>(d->compact->stats.nnz);
+  if (inode_replayed) {                            // AIJ's inode SOR
+    const SorSweeps sweeps = sweeps_of(flag, its); // (AIJ's inode SOR ignores lits)
     PetscCall(VecGetArray(xx, &x));
     PetscCall(VecGetArrayRead(bb, &b));
     PetscCall(guarded([&] {
@@ -215,13 +236,7 @@ PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
                            static_cast<std::int64_t>(s.inode_sizes.size()), s.inode_inverses.data(), sweeps,
                            s.work.data(), b, x);
     }));
-    // AIJ's counts: nz a zero-guess sweep; later ones 2 nz forward, and backward 2 nz (whole rows) or nz
-    PetscLogDouble flops = 0;
-    if (sweeps.zero_guess) flops += (sweeps.forward ? nz : 0) + (sweeps.backward ? nz : 0);
-    const PetscInt later = sweeps.zero_guess ? its - 1 : its;
-    if (later > 0)
-      flops += later * ((sweeps.forward ? 2.0 * nz : 0) + (sweeps.backward ? (sweeps.forward ? nz : 2.0 * nz) : 0));
-    PetscCall(PetscLogFlops(flops));
+    PetscCall(log_sweep_flops(sweeps, static_cast<PetscLogDouble>(d->compact->stats.nnz)));
     PetscCall(VecRestoreArrayRead(bb, &b));
     PetscCall(VecRestoreArray(xx, &x));
     PetscFunctionReturn(0);
@@ -242,22 +257,11 @@ PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
       PetscCall(guarded([&] { reference::sor_eisenstat(c, p, s.rows, omega, s.idiag.data(), s.work.data(), b, x); }));
       PetscCall(PetscLogFlops(6.0 * m - 1 + 2.0 * nz));
     } else {
-      SorSweeps sweeps;
-      sweeps.omega      = omega;
-      sweeps.shift      = fshift;
-      sweeps.its        = its;
-      sweeps.forward    = (flag & SOR_FORWARD_SWEEP) || (flag & SOR_LOCAL_FORWARD_SWEEP);
-      sweeps.backward   = (flag & SOR_BACKWARD_SWEEP) || (flag & SOR_LOCAL_BACKWARD_SWEEP);
-      sweeps.zero_guess = flag & SOR_ZERO_INITIAL_GUESS;
+      SorSweeps sweeps = sweeps_of(flag, its);
+      sweeps.omega     = omega;
+      sweeps.shift     = fshift;
       PetscCall(guarded([&] { reference::sor(c, p, s.rows, sweeps, s.idiag.data(), s.work.data(), b, x); }));
-      // AIJ's counts: a sweep with a zero guess nz; later ones 2 nz forward, and backward 2 nz (whole rows) or nz
-      // (after a forward sweep saved the lower triangle)
-      PetscLogDouble flops = 0;
-      if (sweeps.zero_guess) flops += (sweeps.forward ? nz : 0) + (sweeps.backward ? nz : 0);
-      const PetscInt later = sweeps.zero_guess ? its - 1 : its;
-      if (later > 0)
-        flops += later * ((sweeps.forward ? 2.0 * nz : 0) + (sweeps.backward ? (sweeps.forward ? nz : 2.0 * nz) : 0));
-      PetscCall(PetscLogFlops(flops));
+      PetscCall(log_sweep_flops(sweeps, nz));
     }
   }
   PetscCall(VecRestoreArrayRead(bb, &b));
