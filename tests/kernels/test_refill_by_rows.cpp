@@ -4,8 +4,9 @@
 // the rows were read. The result must be the matrix a whole build from the new
 // values stores (values bit for bit, formats, largest changes, products), also
 // when a row needs another format after rows were given back (they are
-// restored from the copy and built anew with the formats they kept), and the
-// refill must never read a row said done: such rows are poisoned here.
+// restored from the copy and built anew with the formats they kept, a range
+// of rows at a time, every row given back again), and the refill must never
+// read a row said done: such rows are poisoned here.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,18 +67,23 @@ void expect_same_storage(const CompactCsr &whole, const CompactCsr &refilled, co
     ASSERT_TRUE(same(v1[e], v2[e])) << what << ": entry " << e << " stored differently";
 }
 
+enum class Widen { none, first_row, late_row }; // which row's new values need a wider format
+
 struct Case {
   StorageMode mode;
   Shape shape;
   int node_rows;
   std::int64_t step;
-  bool new_format; // a late row's new values need a wider format
+  Widen widen;
 };
 
 std::string case_name(const Case &c)
 {
   return std::string(storage_mode_name(c.mode)) + "_" + shape_name(c.shape) + "_nodes" + std::to_string(c.node_rows) +
-         "_step" + std::to_string(c.step) + (c.new_format ? "_newformat" : "_sameformats");
+         "_step" + std::to_string(c.step) +
+         (c.widen == Widen::none       ? "_sameformats"
+          : c.widen == Widen::late_row ? "_newformat"
+                                       : "_newformat_first");
 }
 void PrintTo(const Case &c, std::ostream *os)
 {
@@ -103,9 +109,18 @@ void change_row(Mat &m, std::int32_t i, StorageMode mode)
     m.vals[first] = mode == StorageMode::lossless ? 1.0 + std::ldexp(1.0, -40) : 1e300;
 }
 
+struct RefillCalls {
+  int restores      = 0; // calls to restore
+  int steps         = 0; // calls to rows_done
+  int steps_after   = 0; // calls to rows_done after the restore or, without one, after a range that failed
+  std::int64_t last = 0; // rows given back at the end
+  bool went_back    = false;
+};
+
 // The old matrices' copies refilled with the new matrices' values (new_mats, poisoned as rows are said done),
-// after every old value was given back; returns the calls to restore.
-int refill(std::vector<Mat> &new_mats, std::vector<CompactPart<std::int32_t>> &parts, std::int64_t step, bool *handled)
+// after every old value was given back.
+RefillCalls refill(std::vector<Mat> &new_mats, std::vector<CompactPart<std::int32_t>> &parts, std::int64_t step,
+                   bool *handled)
 {
   for (auto &p : parts) {
     CompactValuesRelease release(p.copy);
@@ -113,20 +128,28 @@ int refill(std::vector<Mat> &new_mats, std::vector<CompactPart<std::int32_t>> &p
       release(r);
     release(p.copy.nrows);
   }
-  std::int64_t last = 0;
-  int restores      = 0;
-  auto rows_done    = [&](std::int64_t r) {
-    ASSERT_GE(r, last) << "rows given back went backwards";
-    poison_rows(new_mats, last, r);
-    last = r;
+  RefillCalls calls;
+  std::int64_t restored = -1; // the rows restored (the same for every part)
+  auto rows_done        = [&](std::int64_t r) {
+    if (r < calls.last) { // a build anew after a range that failed: it gives every row back again
+      ASSERT_EQ(calls.restores, 0) << "rows given back went backwards";
+      calls.went_back = true;
+      calls.last      = 0;
+    }
+    poison_rows(new_mats, calls.last, r);
+    calls.last = r;
+    ++calls.steps;
+    calls.steps_after += calls.restores > 0 || calls.went_back;
   };
   auto restore = [&](std::size_t i, std::int64_t r) {
-    ASSERT_EQ(r, last) << "restore asks for other rows than those given back";
+    if (restored < 0) restored = calls.last;
+    ASSERT_EQ(r, restored) << "restore asks for other rows than those given back";
     read_compact_csr(parts[i].copy, new_mats[i].rowptr.data(), new_mats[i].cols.data(), new_mats[i].vals.data(), r);
-    ++restores;
+    ++calls.restores;
+    calls.last = 0; // (restored rows are not given back: the build anew gives them back again)
   };
   *handled = refill_compact_parts_by_rows(parts, step, rows_done, restore);
-  return restores;
+  return calls;
 }
 
 class RefillByRows : public ::testing::TestWithParam<Case> {};
@@ -163,10 +186,10 @@ TEST_P(RefillByRows, IsTheWholeBuildOfTheNewValues)
     // two: its rows decide with the other's)
     Mat &late            = news.back();
     std::int32_t widened = -1;
-    if (c.new_format) {
+    if (c.widen != Widen::none) {
       const CompactCsr &stored = parts.back().copy;
       const CompactRowMap map(stored);
-      for (std::int32_t i = late.nrows / 2; i < late.nrows && widened < 0; ++i)
+      for (std::int32_t i = c.widen == Widen::late_row ? late.nrows / 2 : 0; i < late.nrows && widened < 0; ++i)
         if (late.rowptr[i + 1] > late.rowptr[i] && row_can_change(stored, map, i, c.mode)) {
           for (Mat &m : news) // (tolerance: the row's values in every part; else the one value in `late`)
             if (&m == &late || c.mode == StorageMode::tolerance) change_row(m, i, c.mode);
@@ -184,21 +207,26 @@ TEST_P(RefillByRows, IsTheWholeBuildOfTheNewValues)
       parts[i].opts     = new_opts;
       parts[i].reusable = true;
     }
-    bool handled       = false;
-    const int restores = refill(news, parts, c.step, &handled);
+    bool handled            = false;
+    const RefillCalls calls = refill(news, parts, c.step, &handled);
     ASSERT_TRUE(handled);
     for (int i = 0; i < nparts; ++i)
       expect_same_storage(expected[i].copy, parts[i].copy, i == 0 ? "first part" : "second part");
-    if (c.new_format) {
+    EXPECT_EQ(calls.last, old_a.nrows) << "the rows of the matrix were not all given back";
+    const bool ranges = c.step > 0 && c.step < static_cast<std::int64_t>(old_a.vals.size());
+    if (c.widen != Widen::none) {
       ASSERT_GE(widened, 0);
       EXPECT_FALSE(parts[0].refilled) << "a row changed its format: the copies are built anew";
-      const bool ranges = c.step > 0 && c.step < static_cast<std::int64_t>(old_a.vals.size());
-      if (ranges) {
-        EXPECT_EQ(restores, nparts) << "rows given back before the new format was seen were not restored";
+      if (ranges && c.widen == Widen::late_row) {
+        EXPECT_EQ(calls.restores, nparts) << "rows given back before the new format was seen were not restored";
+      }
+      if (ranges) { // (without a restore the failure came before any range was done: every call is the build anew's)
+        EXPECT_GT(calls.restores > 0 ? calls.steps_after : calls.steps, 1)
+            << "the copies were built anew in one step: the whole matrix held with them";
       }
     } else if (c.mode == StorageMode::lossless || c.mode == StorageMode::tolerance) {
       EXPECT_TRUE(parts[0].refilled) << "twice the values keep their formats";
-      EXPECT_EQ(restores, 0);
+      EXPECT_EQ(calls.restores, 0);
     }
   }
 }
@@ -211,7 +239,7 @@ std::vector<Case> all_cases()
     for (Shape s : {Shape::fragmented, Shape::runs, Shape::mostly_empty})
       for (int nodes : {1, 4})
         for (std::int64_t step : {0, 500, 5000})
-          for (bool widen : {false, true})
+          for (Widen widen : {Widen::none, Widen::first_row, Widen::late_row})
             cases.push_back({m, s, nodes, step, widen});
   return cases;
 }

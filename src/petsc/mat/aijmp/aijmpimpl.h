@@ -243,18 +243,19 @@ public:
       done_[i] = to;
     }
   }
+  // The restore of refill_compact_parts_by_rows: rows [0, rows) of part i's copy, which hold their new values, written
+  // back into its arrays, whose rows count as not given back from then on.
+  void restore(std::size_t i, const CompactCsr &copy, std::int64_t rows)
+  {
+    const CsrView<PetscInt> &v = views_[i];
+    read_compact_csr(copy, v.rowptr, const_cast<PetscInt *>(v.cols), const_cast<double *>(v.values), rows);
+    done_[i] = 0;
+  }
 
 private:
   std::vector<CsrView<PetscInt>> views_;
   std::vector<std::int64_t> done_;
 };
-
-// The restore of refill_compact_parts_by_rows when view is an assembly matrix's (StoredRowsReturn gave its rows
-// back): rows [0, rows) of copy, which hold their new values, are written back into its arrays.
-inline void RestoreStoredRows(const CsrView<PetscInt> &view, const CompactCsr &copy, std::int64_t rows)
-{
-  read_compact_csr(copy, view.rowptr, const_cast<PetscInt *>(view.cols), const_cast<double *>(view.values), rows);
-}
 
 // The largest range of an assembly stored at a time (settings.assembly_step, else automatic: a quarter of the matrix,
 // at least 2^21 nonzeros). The first range holds a 64th of it and each next one a quarter more (build_compact_parts_by

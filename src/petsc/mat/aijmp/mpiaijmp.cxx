@@ -53,11 +53,14 @@ PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSetting
       const std::int64_t nnz = (vd.nrows ? vd.rowptr[vd.nrows] : 0) + (vo.nrows ? vo.rowptr[vo.nrows] : 0);
       if (temporary && own_indices && !parts[0].reusable && !parts[1].reusable)
         build_compact_parts_by_rows(parts, AssemblyStep(settings, nnz), StoredRowsReturn({vd, vo}));
-      else if (!(temporary && own_indices &&
-                 refill_compact_parts_by_rows(
-                     parts, AssemblyStep(settings, nnz), StoredRowsReturn({vd, vo}),
-                     [&](std::size_t i, std::int64_t rows) { RestoreStoredRows(i ? vo : vd, parts[i].copy, rows); })))
-        update_compact_parts(parts);
+      else {
+        StoredRowsReturn give_back({vd, vo});
+        if (!(temporary && own_indices &&
+              refill_compact_parts_by_rows(
+                  parts, AssemblyStep(settings, nnz), std::ref(give_back),
+                  [&](std::size_t i, std::int64_t rows) { give_back.restore(i, parts[i].copy, rows); })))
+          update_compact_parts(parts);
+      }
       *refilled_d = parts[0].refilled;
       *refilled_o = parts[1].refilled;
       cd          = std::make_unique<CompactCsr>(std::move(parts[0].copy));

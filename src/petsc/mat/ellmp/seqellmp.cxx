@@ -216,9 +216,10 @@ PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern, bool temporary 
       parts[0].opts     = opts;
       parts[0].copy     = std::move(*old);
       parts[0].reusable = true;
-      refilled_by_rows  = refill_compact_parts_by_rows(
-           parts, AssemblyStep(d->settings, view.nrows ? view.rowptr[view.nrows] : 0), StoredRowsReturn({view}),
-           [&](std::size_t, std::int64_t rows) { RestoreStoredRows(view, parts[0].copy, rows); });
+      StoredRowsReturn give_back({view});
+      refilled_by_rows = refill_compact_parts_by_rows(
+          parts, AssemblyStep(d->settings, view.nrows ? view.rowptr[view.nrows] : 0), std::ref(give_back),
+          [&](std::size_t i, std::int64_t rows) { give_back.restore(i, parts[i].copy, rows); });
       *old       = std::move(parts[0].copy);
       value_only = refilled_by_rows && parts[0].refilled;
     }
@@ -430,8 +431,8 @@ PetscErrorCode product_on_device(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
   if (!d->device) d->device = std::make_unique<DeviceMirror>();
   const CsrView<PetscInt> no_master{}; // every block holds its own indices
   PetscCall(WithDeviceArrays(xx, zz, yy, [&](const double *x, const double *z, double *y) {
-    DeviceMirrorProduct(*d->device, *c, static_cast<PetscInt64>(state), no_master, transpose, c->read_segments, x, z,
-                        y, AIJMPThreadCount(d->settings));
+    DeviceMirrorProduct(*d->device, *c, static_cast<PetscInt64>(state), no_master, transpose, c->read_segments, x, z, y,
+                        AIJMPThreadCount(d->settings));
   }));
   PetscFunctionReturn(0);
 }
@@ -1006,7 +1007,7 @@ void set_operations(MatOps o)
   OpsThroughAIJ<to_aij>::install(o);
   ValueChangesThroughAIJ<Change, to_aij>::install(o);
   OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::install(o);
-  o->sor = MatSOR_SeqELLMP; // on the stored rows (the twin where AIJ would use its inode SOR)
+  o->sor                   = MatSOR_SeqELLMP; // on the stored rows (the twin where AIJ would use its inode SOR)
   o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
 

@@ -507,9 +507,11 @@ void build_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::in
 // blocks, rowsplit without opts.mean_abs_value): update_compact_parts then.
 // When a row needs another format after rows were given back, restore(i, r)
 // must put rows [0, r) of part i back into its matrix (read_compact_csr of
-// parts[i].copy up to row r: its new values, in the formats they kept), and
-// each part is built anew with those rows' formats and the formats chosen for
-// the others: the result is that of update_compact_parts, refilled false.
+// parts[i].copy up to row r: its new values, in the formats they kept) and
+// take them as not given back; then each part is built anew a range of rows
+// at a time (build_compact_parts_by_rows: rows_done is called again from the
+// first range) with those rows' formats and the formats chosen for the
+// others: the result is that of update_compact_parts, refilled false.
 template <typename Index>
 bool refill_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::int64_t step_nnz,
                                   const std::function<void(std::int64_t)> &rows_done,
