@@ -289,6 +289,61 @@ static PetscErrorCode TestChanges(const TestMatOpts *o)
     PetscCall(MatSetValues(E, 1, &i, 2, cols, v, ADD_VALUES));
     PetscCall(AssembleAndCompare(A, E, "reassembly, same pattern"));
   }
+  { /* reassembly with values for other ranks' rows (kept until the collective assembly, then stashed): several
+       contributions to one entry, added in the order set, row- and column-oriented, then inserted. Only the next
+       rank's rows: a row getting values from two ranks sums them in the order their messages arrive, AIJ too. */
+    PetscInt           cols[12], cols2[12], first, count;
+    PetscScalar        v[12];
+    PetscMPIInt        rank, size;
+    const PetscInt    *ranges;
+    PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+    PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+    PetscCall(MatGetOwnershipRanges(E, &ranges));
+    first = ranges[(rank + 1) % size];
+    count = ranges[(rank + 1) % size + 1] - first;
+    for (PetscInt pass = 0; pass < 3 && count > 0; pass++)
+      for (PetscInt k = 0; k < 40; k++) {
+        const PetscInt i = first + (7 * k) % count, n = TestRowCols(o, i, cols);
+        for (PetscInt c = 0; c < n; c++) v[c] = ldexp(1.0, -(int)(c + pass)) / 3.0 + (double)k;
+        if (n) PetscCall(MatSetValues(A, 1, &i, n, cols, v, ADD_VALUES));
+        if (n) PetscCall(MatSetValues(E, 1, &i, n, cols, v, ADD_VALUES));
+      }
+    { /* a 2x2 block, column-oriented: two neighbouring rows of the next rank and two columns both hold */
+      PetscInt two[2] = {-1, -1}, shared[2];
+      for (PetscInt i = first; i + 1 < first + count && two[0] < 0; i++) {
+        const PetscInt n = TestRowCols(o, i, cols), n2 = TestRowCols(o, i + 1, cols2);
+        PetscInt       found = 0;
+        for (PetscInt c = 0; c < n && found < 2; c++)
+          for (PetscInt c2 = 0; c2 < n2; c2++)
+            if (cols2[c2] == cols[c]) {
+              shared[found++] = cols[c];
+              break;
+            }
+        if (found == 2) {
+          two[0] = i;
+          two[1] = i + 1;
+        }
+      }
+      PetscCheck(count < 2 || two[0] >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "no 2x2 block found in the next rank's rows");
+      if (two[0] >= 0) {
+        const PetscScalar block[4] = {0.125, -3.0 / 7.0, 1.0 / 3.0, 0.2}; /* (two[0], shared[0]), (two[1], shared[0]), ... */
+        PetscCall(MatSetOption(A, MAT_ROW_ORIENTED, PETSC_FALSE));
+        PetscCall(MatSetOption(E, MAT_ROW_ORIENTED, PETSC_FALSE));
+        PetscCall(MatSetValues(A, 2, two, 2, shared, block, ADD_VALUES));
+        PetscCall(MatSetValues(E, 2, two, 2, shared, block, ADD_VALUES));
+        PetscCall(MatSetOption(A, MAT_ROW_ORIENTED, PETSC_TRUE));
+        PetscCall(MatSetOption(E, MAT_ROW_ORIENTED, PETSC_TRUE));
+      }
+    }
+    PetscCall(AssembleAndCompare(A, E, "reassembly, values for other ranks' rows (added)"));
+    for (PetscInt k = 0; k < 10 && count > 0; k++) {
+      const PetscInt i = first + (5 * k) % count, n = TestRowCols(o, i, cols);
+      for (PetscInt c = 0; c < n; c++) v[c] = 1.0 / (double)(c + k + 3);
+      if (n) PetscCall(MatSetValues(A, 1, &i, n, cols, v, INSERT_VALUES));
+      if (n) PetscCall(MatSetValues(E, 1, &i, n, cols, v, INSERT_VALUES));
+    }
+    PetscCall(AssembleAndCompare(A, E, "reassembly, values for other ranks' rows (inserted)"));
+  }
   { /* reassembly where late rows need fp64 (their other values are exact in narrower formats): with small assembly
        steps the rows before them were stored and given back first, then restored and stored anew */
     PetscInt rstart, rend, all[12];

@@ -225,6 +225,11 @@ PetscErrorCode SeqAIJMPSetSettings(Mat A, const AIJMPSettings &s);
 PetscErrorCode SeqAIJMPInstall(Mat A, std::unique_ptr<CompactCsr> compact, bool value_only = false);
 PetscErrorCode SeqAIJMPGetCompact(Mat A, const CompactCsr **compact);
 PetscErrorCode SeqAIJMPSumOrder(Mat A, SumOrder *order);
+// Rows copied between the memory given back while one matrix is copied into another row by row (a reopening, the
+// replica of an MPI rank's rows): the copy's peak is the larger matrix plus this many rows (4 MB of FEM rows; every
+// 32768 rows let a reassembly of ex2 on 2 ranks peak 30 MB higher).
+constexpr PetscInt kRowsPerGiveBack = 4096;
+
 // The rows_done of build_compact_parts_by_rows when the parts are the arrays of assembly matrices that are destroyed
 // right after the build: the values and column indices of the rows stored so far are given back to the system, so
 // that the memory of an assembly peaks at the assembly matrix's (its copy grows as the matrix shrinks).

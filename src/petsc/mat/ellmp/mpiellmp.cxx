@@ -22,19 +22,57 @@
 namespace petscmp {
 namespace {
 
-// Values set for another rank's row while the matrix was reopened.
-struct PendingRow {
-  PetscInt row;
-  InsertMode mode;
-  std::vector<PetscInt> cols;
-  std::vector<PetscScalar> values;
+// Values set for other ranks' rows while the matrix was reopened, in the order they were set, until the collective
+// assembly hands them to the MPIAIJ's stash. Three flat arrays, not a pair of vectors per row (those took 1.4 times
+// the stash's bytes on ex2's element assembly and stayed in the heap after the replay); their pages are given back
+// as they are replayed, so the stash grows as they shrink.
+class PendingRows {
+public:
+  void add(PetscInt row, InsertMode mode, PetscInt n, const PetscInt cols[], const PetscScalar values[])
+  {
+    heads_.insert(heads_.end(), {row, n, static_cast<PetscInt>(mode)});
+    cols_.insert(cols_.end(), cols, cols + n);
+    values_.insert(values_.end(), values, values + n);
+  }
+  bool empty() const { return heads_.empty(); }
+  void clear()
+  {
+    std::vector<PetscInt>().swap(heads_);
+    std::vector<PetscInt>().swap(cols_);
+    std::vector<PetscScalar>().swap(values_);
+  }
+  // set(row, n, cols, values, mode) for each row in order; then empty.
+  template <typename Set> PetscErrorCode replay(Set &&set)
+  {
+    std::size_t entry = 0, given_back = 0;
+
+    PetscFunctionBegin;
+    for (std::size_t h = 0; h < heads_.size(); h += 3) {
+      const PetscInt n = heads_[h + 1];
+      PetscCall(
+          set(heads_[h], n, cols_.data() + entry, values_.data() + entry, static_cast<InsertMode>(heads_[h + 2])));
+      entry += static_cast<std::size_t>(n);
+      if (entry - given_back >= (std::size_t(1) << 16)) {
+        discard_pages(cols_.data() + given_back, cols_.data() + entry);
+        discard_pages(values_.data() + given_back, values_.data() + entry);
+        given_back = entry;
+      }
+    }
+    clear();
+    PetscFunctionReturn(0);
+  }
+
+private:
+  std::vector<PetscInt> heads_; // per row: row, number of values, insert mode
+  std::vector<PetscInt> cols_;
+  std::vector<PetscScalar> values_;
 };
 
 struct MPIELLMP {
   AIJMPSettings settings;
   Mat assembly   = nullptr; // MPIAIJ receiving values (made only where all ranks are: preallocation, assembly)
   Mat local_rows = nullptr; // reopened: this rank's rows in a SeqAIJ (global columns)
-  std::vector<PendingRow> pending;
+  PendingRows pending;
   Mat diag = nullptr, off = nullptr; // the stored matrix
   std::vector<PetscInt> garray;      // global column of each column of `off`
   Vec lvec           = nullptr;      // ghost values of x
@@ -193,7 +231,7 @@ PetscErrorCode fill_mpiaij_from_stored(Mat A, Mat M, bool last_reads = false)
     PetscInt n, row = i + A->rmap->rstart;
     PetscCall(reads.read(A, i, &n));
     if (n) PetscCall(MatSetValues(M, 1, &row, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
-    if ((i + 1) % 32768 == 0) reads.rows_read(i + 1);
+    if ((i + 1) % kRowsPerGiveBack == 0) reads.rows_read(i + 1);
   }
   reads.end(m);
   PetscFunctionReturn(0);
@@ -351,8 +389,9 @@ PetscErrorCode open_collectively(Mat A)
       PetscCall(MatGetRow(d->local_rows, i, &n, &cols, &vals));
       if (n) PetscCall(MatSetValues(d->assembly, 1, &row, n, cols, vals, INSERT_VALUES));
       PetscCall(MatRestoreRow(d->local_rows, i, &n, &cols, &vals));
-      if ((i + 1) % 32768 == 0) give_back(i + 1);
+      if ((i + 1) % kRowsPerGiveBack == 0) give_back(i + 1);
     }
+    give_back(m); // (the last rows too: the stash of other ranks' values comes next)
     PetscCall(MatDestroy(&d->local_rows));
   } else if (d->diag) {
     PetscCall(fill_mpiaij_from_stored(A, d->assembly, true));
@@ -363,10 +402,9 @@ PetscErrorCode open_collectively(Mat A)
   PetscCall(MatAssemblyBegin(d->assembly, MAT_FLUSH_ASSEMBLY));
   PetscCall(MatAssemblyEnd(d->assembly, MAT_FLUSH_ASSEMBLY));
   PetscCall(replay_options(A, d->assembly));
-  for (const PendingRow &p : d->pending)
-    PetscCall(MatSetValues(d->assembly, 1, &p.row, static_cast<PetscInt>(p.cols.size()), p.cols.data(), p.values.data(),
-                           p.mode));
-  d->pending.clear();
+  PetscCall(
+      d->pending.replay([&](PetscInt row, PetscInt n, const PetscInt *cols, const PetscScalar *values,
+                            InsertMode mode) { return MatSetValues(d->assembly, 1, &row, n, cols, values, mode); }));
   A->preallocated = PETSC_TRUE;
   PetscFunctionReturn(0);
 }
@@ -397,7 +435,7 @@ PetscErrorCode open_locally(Mat A)
     PetscInt n;
     PetscCall(reads.read(A, i, &n));
     if (n) PetscCall(MatSetValues(d->local_rows, 1, &i, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
-    if ((i + 1) % 32768 == 0) reads.rows_read(i + 1);
+    if ((i + 1) % kRowsPerGiveBack == 0) reads.rows_read(i + 1);
   }
   reads.end(m);
   PetscCall(MatAssemblyBegin(d->local_rows, MAT_FLUSH_ASSEMBLY));
@@ -464,10 +502,7 @@ PetscErrorCode MatSetValues_MPIELLMP(Mat A, PetscInt m, const PetscInt rows[], P
       const PetscInt local = rows[i] - A->rmap->rstart;
       PetscCall(MatSetValues(d->local_rows, 1, &local, n, cols, row_values, mode));
     } else if (!d->ignore_off_process) {
-      PetscCall(guarded([&] {
-        d->pending.push_back({rows[i], mode, std::vector<PetscInt>(cols, cols + n),
-                              std::vector<PetscScalar>(row_values, row_values + n)});
-      }));
+      PetscCall(guarded([&] { d->pending.add(rows[i], mode, n, cols, row_values); }));
     }
   }
   PetscFunctionReturn(0);
@@ -602,10 +637,14 @@ PetscErrorCode MatSOR_MPIELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
   }
   // the sweep after each halo update: MPIAIJ's choice among the local flags, in its order
   MatSORType sweep;
-  if ((flag & SOR_LOCAL_SYMMETRIC_SWEEP) == SOR_LOCAL_SYMMETRIC_SWEEP) sweep = SOR_SYMMETRIC_SWEEP;
-  else if (flag & SOR_LOCAL_FORWARD_SWEEP) sweep = SOR_FORWARD_SWEEP;
-  else if (flag & SOR_LOCAL_BACKWARD_SWEEP) sweep = SOR_BACKWARD_SWEEP;
-  else SETERRQ(PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Parallel SOR not supported");
+  if ((flag & SOR_LOCAL_SYMMETRIC_SWEEP) == SOR_LOCAL_SYMMETRIC_SWEEP)
+    sweep = SOR_SYMMETRIC_SWEEP;
+  else if (flag & SOR_LOCAL_FORWARD_SWEEP)
+    sweep = SOR_FORWARD_SWEEP;
+  else if (flag & SOR_LOCAL_BACKWARD_SWEEP)
+    sweep = SOR_BACKWARD_SWEEP;
+  else
+    SETERRQ(PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Parallel SOR not supported");
   if (its > 1 || ~flag & SOR_ZERO_INITIAL_GUESS) PetscCall(VecDuplicate(bb, &bb1));
   if (flag & SOR_ZERO_INITIAL_GUESS) {
     PetscCall(local_sor(d->diag, bb, omega, flag, fshift, lits, 1, xx));
@@ -1076,7 +1115,7 @@ void set_operations(MatOps o)
   OpsThroughAIJ<to_mpiaij>::install(o);
   ValueChangesThroughAIJ<Change, to_mpiaij>::install(o);
   OpsThroughTwin<twin_of, store_twin_values>::install(o);
-  o->sor = MatSOR_MPIELLMP; // the local sweeps on the stored blocks
+  o->sor                   = MatSOR_MPIELLMP; // the local sweeps on the stored blocks
   o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
 

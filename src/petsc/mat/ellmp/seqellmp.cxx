@@ -117,7 +117,7 @@ PetscErrorCode fill_aij_from_compact(Mat A, Mat aij, bool last_reads = false)
     } else
       PetscCall(read_row(d, i, &n));
     if (n) PetscCall(MatSetValues(aij, 1, &i, n, d->row_cols.data(), d->row_vals.data(), INSERT_VALUES));
-    if (give_back && (i + 1) % 32768 == 0) (*give_back)(i + 1);
+    if (give_back && (i + 1) % kRowsPerGiveBack == 0) (*give_back)(i + 1);
   }
   if (give_back) (*give_back)(A->rmap->n);
   // a flush: the user's next values may be added (ADD_VALUES after these INSERT_VALUES)
