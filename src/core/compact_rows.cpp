@@ -164,6 +164,7 @@ std::int64_t compact_row_length(const CompactCsr &c, const CompactRowMap &map, s
 template <typename Index>
 void read_compact_row(const CompactCsr &c, const CompactRowMap &map, std::int64_t row, Index *cols, double *vals)
 {
+  if (c.indices_released) throw StorageError("petscmp: the column indices of this copy were given back");
   std::int64_t n = 0;
   if (c.entry_split()) {
     for_each_split_entry(c, row, [&](std::int64_t col, double v) {
@@ -200,6 +201,7 @@ template <typename Index> void compact_row_lengths(const CompactCsr &c, Index *l
 template <typename Index>
 void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, double *vals, std::int64_t rows)
 {
+  if (cols && c.indices_released) throw StorageError("petscmp: the column indices of this copy were given back");
   const std::int64_t end = rows < 0 ? c.nrows : std::min(rows, c.nrows);
   if (c.entry_split()) {
     for (std::int64_t i = 0; i < end; ++i) {
@@ -228,6 +230,7 @@ void read_compact_csr(const CompactCsr &c, const Index *rowptr, Index *cols, dou
 
 template <typename Index> bool compact_has_pattern(const CompactCsr &c, const CsrView<Index> &csr)
 {
+  if (c.indices_released) return false; // (unknown: no columns to compare)
   const std::int64_t nnz = csr.nrows ? static_cast<std::int64_t>(csr.rowptr[csr.nrows]) : 0;
   if (c.nrows != csr.nrows || c.ncols != csr.ncols || c.stats.nnz != nnz) return false;
   if (c.entry_split()) {
@@ -285,7 +288,30 @@ void zero_compact_values(CompactCsr &c)
   c.stats.errors_measured = true;
 }
 
-CompactValuesRelease::CompactValuesRelease(CompactCsr &c) : copy_(c), next_unit_(c.blocks.size(), 0) {}
+CompactValuesRelease::CompactValuesRelease(CompactCsr &c, bool with_indices)
+    : copy_(c), with_indices_(with_indices && c.rows_in_order()), next_unit_(c.blocks.size(), 0)
+{
+  if (with_indices_) copy_.indices_released = true;
+}
+
+bool compact_values_all_zero(const CompactCsr &c)
+{
+  if (c.entry_split()) return false;
+  for (const RowBlock &b : c.blocks) {
+    if (b.segments || (b.nnz > 0 && !b.values.size())) return false;
+    const unsigned char *v = b.values.as<unsigned char>();
+    const std::size_t n    = b.values.size();
+    std::size_t i          = 0;
+    for (; i + 8 <= n; i += 8) { // (8 bytes at a time: a copy of zeros is read whole)
+      std::uint64_t word;
+      std::memcpy(&word, v + i, 8);
+      if (word) return false;
+    }
+    for (; i < n; ++i)
+      if (v[i]) return false;
+  }
+  return true;
+}
 
 void CompactValuesRelease::operator()(std::int64_t rows)
 {
@@ -310,6 +336,13 @@ void CompactValuesRelease::operator()(std::int64_t rows)
     const std::uintptr_t from =
         reinterpret_cast<std::uintptr_t>(values + value_at(first) * bytes) & ~((std::uintptr_t(1) << 21) - 1);
     discard_huge_pages(std::max(values, reinterpret_cast<unsigned char *>(from)), values + value_at(next) * bytes);
+    if (!with_indices_) continue;
+    if (b.node_layout()) {
+      const unsigned char *indices = b.node_cols.as<unsigned char>();
+      const std::int64_t end = next == units ? static_cast<std::int64_t>(b.node_cols.size()) : b.nodes[next].indices;
+      discard_pages(indices + b.nodes[first].indices, indices + end);
+    } else
+      discard_pages(b.cols.data() + b.slice_col_offsets[first], b.cols.data() + b.slice_col_offsets[next]);
   }
 }
 

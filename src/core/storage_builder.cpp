@@ -2018,7 +2018,7 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
   std::int64_t held = 0; // a copy whose blocks were dropped (only statistics kept) holds none
   for (const RowBlock &b : copy.blocks)
     held += b.values.size() ? b.nnz : 0;
-  return !copy.entry_split() && copy.mode == opts.mode && copy.order == opts.order &&
+  return !copy.entry_split() && !copy.indices_released && copy.mode == opts.mode && copy.order == opts.order &&
          copy.layout_option == opts.layout && copy.min_run_rows == opts.min_run_rows &&
          copy.own_indices == opts.own_indices && copy.sort_window == opts.sort_window && copy.nrows == csr.nrows &&
          copy.ncols == csr.ncols && copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;

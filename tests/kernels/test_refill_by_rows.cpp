@@ -314,4 +314,67 @@ TEST(CompactValuesRelease, GivesBackTheValuesOfRowsRead)
   }
 }
 
+// With its indices: the index pages of the rows read go back too, the rows not yet read keep their columns, the
+// copy says so and is neither compared, nor read, nor refilled afterwards.
+TEST(CompactValuesRelease, WithIndicesRetiresTheCopy)
+{
+  Mat a = stencil_matrix<std::int32_t>(100, 7, Shape::runs, 5u, 1 << 30);
+  for (double &v : a.vals) // a pattern without values, as a DM preallocates it
+    v = 0.0;
+  StorageOptions opts;
+  opts.mode        = StorageMode::lossless;
+  opts.own_indices = true;
+  for (Layout layout : {Layout::sliced, Layout::node}) {
+    SCOPED_TRACE(layout_name(layout));
+    opts.layout             = layout;
+    CompactCsr c            = build_compact_csr(a.view(), opts);
+    const CompactCsr before = build_compact_csr(a.view(), opts);
+    ASSERT_EQ(c.blocks.size(), 1u);
+    EXPECT_TRUE(compact_values_all_zero(c));
+    const RowBlock &b      = c.blocks[0];
+    const bool nodes       = b.node_layout();
+    const auto index_bytes = [&](const CompactCsr &copy) {
+      const RowBlock &blk = copy.blocks[0];
+      return nodes ? blk.node_cols.as<unsigned char>() : reinterpret_cast<const unsigned char *>(blk.cols.data());
+    };
+    const std::int64_t quarter_unit = nodes ? b.node_of(a.nrows / 4) : a.nrows / 4 / kSliceRows;
+    const std::int64_t quarter_bytes =
+        nodes ? b.nodes[quarter_unit].indices : b.slice_col_offsets[quarter_unit] * std::int64_t(sizeof(std::int32_t));
+    ASSERT_GT(quarter_bytes, 1 << 20);
+    CompactRowReader rows(c);
+    CompactValuesRelease release(c, true);
+    EXPECT_TRUE(c.indices_released);
+    std::vector<std::int32_t> cols;
+    std::vector<double> vals;
+    const std::int64_t half = a.nrows / 2;
+    for (std::int64_t i = 0; i < a.nrows; ++i) {
+      if (i == half) release(half);
+      rows.read(i, cols, vals);
+      ASSERT_EQ(static_cast<std::int32_t>(cols.size()), a.rowptr[i + 1] - a.rowptr[i]) << "row " << i;
+      ASSERT_TRUE(std::equal(cols.begin(), cols.end(), a.cols.begin() + a.rowptr[i])) << "row " << i << "'s columns";
+    }
+    std::int64_t were_set = 0, now_zero = 0;
+    for (std::int64_t k = 0; k < quarter_bytes; ++k)
+      if (index_bytes(before)[k]) {
+        ++were_set;
+        now_zero += index_bytes(c)[k] == 0;
+      }
+    EXPECT_GT(now_zero, were_set * 9 / 10) << "the column indices of the rows read were not given back";
+    EXPECT_FALSE(compact_has_pattern(c, a.view())) << "a copy without indices has no pattern to compare";
+    std::vector<std::int32_t> rowptr(a.rowptr.begin(), a.rowptr.end()), all(a.cols.size());
+    EXPECT_THROW(read_compact_csr(c, rowptr.data(), all.data(), nullptr), StorageError);
+    std::vector<CompactPart<std::int32_t>> parts(1);
+    parts[0].csr      = a.view();
+    parts[0].opts     = opts;
+    parts[0].copy     = std::move(c);
+    parts[0].reusable = true;
+    EXPECT_FALSE(refill_compact_parts_by_rows(
+        parts, 1000, [](std::int64_t) {}, [](std::size_t, std::int64_t) {}))
+        << "the layout of a copy without indices was reused";
+  }
+  Mat b         = a;
+  b.vals[12345] = -0.0; // (a sign is a value: not all zeros)
+  EXPECT_FALSE(compact_values_all_zero(build_compact_csr(b.view(), StorageOptions{})));
+}
+
 } // namespace

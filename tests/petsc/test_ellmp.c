@@ -241,6 +241,48 @@ static PetscErrorCode TestStorage(const char *mode, double u, const TestMatOpts 
   PetscFunctionReturn(0);
 }
 
+/* A pattern assembled with zeros first, as DMs preallocate, then the values (the stored zeros' indices are given back
+   as the rows are reopened, the values stored by a new build): lossless, AIJ's matrix bit for bit; lossy, the matrix a
+   first assembly of the values stores; then a Newton-like reassembly of the new storage. */
+static PetscErrorCode TestPatternThenValues(const char *mode, const TestMatOpts *o)
+{
+  Mat  A, E, F;
+  char what[96];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s: zeros, then the values", mode));
+  PetscCall(SetStorage(mode));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, o, &A));
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &E));
+  PetscCall(MatSetSizes(E, o->mlocal, o->nlocal, o->M, o->N));
+  PetscCall(MatSetType(E, MATELLMP));
+  PetscCall(MatSeqAIJSetPreallocation(E, 12, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(E, 12, NULL, 12, NULL));
+  PetscCall(TestMatSetEntries(E, o, 0.0));
+  PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(TestMatSetEntries(E, o, 1.0));
+  PetscCall(MatAssemblyBegin(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(E, MAT_FINAL_ASSEMBLY));
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATELLMP, o, &F)); /* the values' first assembly */
+  PetscCall(CompareEntries(E, F, 0.0, what));
+  PetscCall(CompareOperations(E, F, what));
+  if (!strcmp(mode, "lossless")) {
+    PetscCall(CompareEntries(E, A, 0.0, what));
+    PetscCall(CompareOperations(E, A, what));
+  }
+  PetscCall(PetscSNPrintf(what, sizeof what, "%s: zeros, the values, then new values", mode));
+  PetscCall(TestMatSetEntries(A, o, -2.0));
+  PetscCall(TestMatSetEntries(E, o, -2.0));
+  PetscCall(TestMatSetEntries(F, o, -2.0));
+  PetscCall(AssembleAndCompare(F, E, what));
+  if (!strcmp(mode, "lossless")) PetscCall(AssembleAndCompare(A, E, what));
+  PetscCall(MatDestroy(&A));
+  PetscCall(MatDestroy(&E));
+  PetscCall(MatDestroy(&F));
+  PetscFunctionReturn(0);
+}
+
 /* The operations that change values, on AIJ and on lossless ellmp: the same matrix bit for bit. */
 static PetscErrorCode TestChanges(const TestMatOpts *o)
 {
@@ -740,6 +782,8 @@ int main(int argc, char **argv)
   PetscCall(TestChanges(&o));
   o.inode = PETSC_TRUE;
   PetscCall(TestChanges(&o));
+  TestMatOptsDefault(&o, 5000); /* (5000 rows: whole pages of indices given back) */
+  for (int m = 0; m < 4; m++) PetscCall(TestPatternThenValues(modes[m], &o));
   TestMatOptsDefault(&o, 350);
   PetscCall(TestBinaryFile(&o));
   PetscCall(TestMemory());

@@ -169,8 +169,17 @@ public:
     PetscFunctionBegin;
     diag_ = data_of(A)->diag;
     off_  = data_of(A)->off;
-    PetscCall(SeqELLMPLastReads(diag_, rows_diag_, release_diag_));
-    PetscCall(SeqELLMPLastReads(off_, rows_off_, release_off_));
+    // a pattern without values (as DMs preallocate): both blocks' indices go too, as the layouts of a copy of zeros
+    // are not kept (a block kept alone would make the next build a whole one, on top of the assembly matrix)
+    bool zeros_diag, zeros_off;
+    PetscCall(SeqELLMPStoresZeros(diag_, &zeros_diag));
+    PetscCall(SeqELLMPStoresZeros(off_, &zeros_off));
+    if (zeros_diag && zeros_off)
+      PetscCall(PetscInfo(A, "petscmp: the stored values are all zeros (a pattern, as a DM preallocates it): their "
+                             "column indices are given back too as the rows are reopened; the next assembly builds "
+                             "the storage anew\n"));
+    PetscCall(SeqELLMPLastReads(diag_, rows_diag_, release_diag_, zeros_diag && zeros_off));
+    PetscCall(SeqELLMPLastReads(off_, rows_off_, release_off_, zeros_diag && zeros_off));
     PetscFunctionReturn(0);
   }
   // Local row i into A's row buffers (rows in ascending order; through MatGetRow when not started)

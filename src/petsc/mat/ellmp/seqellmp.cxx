@@ -107,7 +107,13 @@ PetscErrorCode fill_aij_from_compact(Mat A, Mat aij, bool last_reads = false)
   // (rows read in order, without a row map of 8 bytes a row on top)
   std::unique_ptr<CompactValuesRelease> give_back;
   std::unique_ptr<CompactRowReader> rows;
-  if (last_reads) PetscCall(SeqELLMPLastReads(A, rows, give_back));
+  bool zeros = false; // (a pattern assembled without values, as DMs preallocate: its indices go too)
+  if (last_reads) PetscCall(SeqELLMPStoresZeros(A, &zeros));
+  if (zeros)
+    PetscCall(PetscInfo(A, "petscmp: the stored values are all zeros (a pattern, as a DM preallocates it): their "
+                           "column indices are given back too as the rows are reopened; the next assembly builds the "
+                           "storage anew\n"));
+  if (last_reads) PetscCall(SeqELLMPLastReads(A, rows, give_back, zeros));
   for (PetscInt i = 0; i < A->rmap->n; ++i) {
     PetscInt n;
     if (rows) {
@@ -1057,7 +1063,7 @@ PetscErrorCode SeqELLMPTakeCompact(Mat B, std::unique_ptr<CompactCsr> &c)
 }
 
 PetscErrorCode SeqELLMPLastReads(Mat B, std::unique_ptr<CompactRowReader> &rows,
-                                 std::unique_ptr<CompactValuesRelease> &release)
+                                 std::unique_ptr<CompactValuesRelease> &release, bool with_indices)
 {
   SeqELLMP *d = data_of(B);
 
@@ -1065,8 +1071,18 @@ PetscErrorCode SeqELLMPLastReads(Mat B, std::unique_ptr<CompactRowReader> &rows,
   PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: ellmp has no stored rows to read");
   PetscCall(guarded([&] {
     rows    = std::make_unique<CompactRowReader>(*d->compact);
-    release = std::make_unique<CompactValuesRelease>(*d->compact);
+    release = std::make_unique<CompactValuesRelease>(*d->compact, with_indices);
   }));
+  PetscFunctionReturn(0);
+}
+
+PetscErrorCode SeqELLMPStoresZeros(Mat B, bool *zeros)
+{
+  SeqELLMP *d = data_of(B);
+
+  PetscFunctionBegin;
+  *zeros = false;
+  if (d->compact) PetscCall(guarded([&] { *zeros = compact_values_all_zero(*d->compact); }));
   PetscFunctionReturn(0);
 }
 

@@ -387,8 +387,11 @@ struct CompactCsr {
   bool own_indices          = false;             // and StorageOptions::own_indices
   int sort_window           = 1;                 // and StorageOptions::sort_window
   bool all_rows_covered     = true; // every row belongs to a block (run layout); else unlisted rows are empty
-  std::vector<RowBlock> blocks;     // row-wise layouts
-  std::vector<SplitPart> split;     // entry split (blocks empty)
+  // Its column indices went back to the system with its values (CompactValuesRelease of a copy of zeros): only its
+  // shape and statistics remain; its layout is not reused, its pattern not compared, its columns not read.
+  bool indices_released = false;
+  std::vector<RowBlock> blocks; // row-wise layouts
+  std::vector<SplitPart> split; // entry split (blocks empty)
   // Split storage: the segments of each value products read, from the most
   // significant (0: all, the exact values; see segment_read_bound).
   int read_segments = 0;

@@ -83,16 +83,25 @@ void zero_compact_values(CompactCsr &c);
 // (whole huge pages: written again, they are huge pages again). Blocks of
 // split storage or with rows sorted by length (sort_window) keep their values.
 // The copy's values are undefined afterwards until they are all rewritten (a
-// value-only refill or a new build); its layout and indices are untouched.
+// value-only refill or a new build); its layout and indices are untouched,
+// unless with_indices: then the units' column indices go back too (4 KiB
+// pages, as they will not be written again), and the copy is marked
+// indices_released from the start (a copy of zeros reopened, as a DM's
+// preallocation leaves it: its layout is not worth its indices' memory on
+// top of the assembly matrix; the new values are stored by a new build).
 class CompactValuesRelease {
 public:
-  explicit CompactValuesRelease(CompactCsr &c);
+  explicit CompactValuesRelease(CompactCsr &c, bool with_indices = false);
   void operator()(std::int64_t rows);
 
 private:
   CompactCsr &copy_;
+  bool with_indices_;
   std::vector<std::int64_t> next_unit_; // per block: the first unit not yet given back
 };
+
+// Whether every stored value is +0 (every value byte zero; split storage and entry split: false, not looked at).
+bool compact_values_all_zero(const CompactCsr &c);
 
 // Bytes the copy occupies in memory (values, indices, block bookkeeping).
 std::int64_t compact_memory_bytes(const CompactCsr &c);
