@@ -286,6 +286,7 @@ void zero_compact_values(CompactCsr &c)
   for (FormatStats &f : c.stats.per_format)
     f.max_relative_error = 0.0;
   c.stats.errors_measured = true;
+  c.zeroed                = true;
 }
 
 CompactValuesRelease::CompactValuesRelease(CompactCsr &c, bool with_indices)
@@ -294,9 +295,9 @@ CompactValuesRelease::CompactValuesRelease(CompactCsr &c, bool with_indices)
   if (with_indices_) copy_.indices_released = true;
 }
 
-bool compact_values_all_zero(const CompactCsr &c)
+bool compact_holds_a_pattern(const CompactCsr &c)
 {
-  if (c.entry_split()) return false;
+  if (c.entry_split() || c.zeroed) return false;
   for (const RowBlock &b : c.blocks) {
     if (b.segments || (b.nnz > 0 && !b.values.size())) return false;
     const unsigned char *v = b.values.as<unsigned char>();

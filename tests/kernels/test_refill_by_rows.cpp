@@ -330,7 +330,7 @@ TEST(CompactValuesRelease, WithIndicesRetiresTheCopy)
     CompactCsr c            = build_compact_csr(a.view(), opts);
     const CompactCsr before = build_compact_csr(a.view(), opts);
     ASSERT_EQ(c.blocks.size(), 1u);
-    EXPECT_TRUE(compact_values_all_zero(c));
+    EXPECT_TRUE(compact_holds_a_pattern(c));
     const RowBlock &b      = c.blocks[0];
     const bool nodes       = b.node_layout();
     const auto index_bytes = [&](const CompactCsr &copy) {
@@ -374,7 +374,12 @@ TEST(CompactValuesRelease, WithIndicesRetiresTheCopy)
   }
   Mat b         = a;
   b.vals[12345] = -0.0; // (a sign is a value: not all zeros)
-  EXPECT_FALSE(compact_values_all_zero(build_compact_csr(b.view(), StorageOptions{})));
+  EXPECT_FALSE(compact_holds_a_pattern(build_compact_csr(b.view(), StorageOptions{})));
+  const Mat values  = stencil_matrix<std::int32_t>(30, 7, Shape::runs, 5u, 1 << 30);
+  CompactCsr zeroed = build_compact_csr(values.view(), StorageOptions{});
+  EXPECT_FALSE(compact_holds_a_pattern(zeroed));
+  zero_compact_values(zeroed);
+  EXPECT_FALSE(compact_holds_a_pattern(zeroed)) << "MatZeroEntries's zeros taken for a pattern: its layout is kept";
 }
 
 } // namespace

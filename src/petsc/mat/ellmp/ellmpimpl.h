@@ -94,12 +94,12 @@ PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool
 // The last reads of B's rows before B is stored anew (a reassembly): a reader of its rows in ascending order (no row
 // map) and a release that gives their values back to the system as they are read (release(r) after rows [0, r)).
 // B's values are undefined from the first release until it is stored: the caller keeps them from being read (an
-// mpiellmp marks its blocks not assembled). with_indices: the column indices go too (B stores zeros, see
-// SeqELLMPStoresZeros), and B's copy is neither reused nor read until it is stored anew.
+// mpiellmp marks its blocks not assembled). with_indices: the column indices go too (B holds a pattern, see
+// SeqELLMPHoldsAPattern), and B's copy is neither reused nor read until it is stored anew.
 PetscErrorCode SeqELLMPLastReads(Mat B, std::unique_ptr<CompactRowReader> &rows,
                                  std::unique_ptr<CompactValuesRelease> &release, bool with_indices = false);
-// Whether every value B stores is +0: a pattern assembled without values, as DMs preallocate matrices.
-PetscErrorCode SeqELLMPStoresZeros(Mat B, bool *zeros);
+// Whether B holds a pattern assembled without values, as DMs preallocate matrices (compact_holds_a_pattern).
+PetscErrorCode SeqELLMPHoldsAPattern(Mat B, bool *zeros);
 const CompactCsr *SeqELLMPCompact(Mat B);
 // A new assembled SeqAIJ matrix holding B's stored values (exactly).
 PetscErrorCode SeqELLMPToAIJ(Mat B, Mat *aij);

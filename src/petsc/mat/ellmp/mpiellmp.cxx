@@ -172,8 +172,8 @@ public:
     // a pattern without values (as DMs preallocate): both blocks' indices go too, as the layouts of a copy of zeros
     // are not kept (a block kept alone would make the next build a whole one, on top of the assembly matrix)
     bool zeros_diag, zeros_off;
-    PetscCall(SeqELLMPStoresZeros(diag_, &zeros_diag));
-    PetscCall(SeqELLMPStoresZeros(off_, &zeros_off));
+    PetscCall(SeqELLMPHoldsAPattern(diag_, &zeros_diag));
+    PetscCall(SeqELLMPHoldsAPattern(off_, &zeros_off));
     if (zeros_diag && zeros_off)
       PetscCall(PetscInfo(A, "petscmp: the stored values are all zeros (a pattern, as a DM preallocates it): their "
                              "column indices are given back too as the rows are reopened; the next assembly builds "

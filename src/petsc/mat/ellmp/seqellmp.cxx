@@ -108,7 +108,7 @@ PetscErrorCode fill_aij_from_compact(Mat A, Mat aij, bool last_reads = false)
   std::unique_ptr<CompactValuesRelease> give_back;
   std::unique_ptr<CompactRowReader> rows;
   bool zeros = false; // (a pattern assembled without values, as DMs preallocate: its indices go too)
-  if (last_reads) PetscCall(SeqELLMPStoresZeros(A, &zeros));
+  if (last_reads) PetscCall(SeqELLMPHoldsAPattern(A, &zeros));
   if (zeros)
     PetscCall(PetscInfo(A, "petscmp: the stored values are all zeros (a pattern, as a DM preallocates it): their "
                            "column indices are given back too as the rows are reopened; the next assembly builds the "
@@ -1076,13 +1076,13 @@ PetscErrorCode SeqELLMPLastReads(Mat B, std::unique_ptr<CompactRowReader> &rows,
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode SeqELLMPStoresZeros(Mat B, bool *zeros)
+PetscErrorCode SeqELLMPHoldsAPattern(Mat B, bool *zeros)
 {
   SeqELLMP *d = data_of(B);
 
   PetscFunctionBegin;
   *zeros = false;
-  if (d->compact) PetscCall(guarded([&] { *zeros = compact_values_all_zero(*d->compact); }));
+  if (d->compact) PetscCall(guarded([&] { *zeros = compact_holds_a_pattern(*d->compact); }));
   PetscFunctionReturn(0);
 }
 

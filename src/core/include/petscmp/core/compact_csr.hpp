@@ -390,8 +390,9 @@ struct CompactCsr {
   // Its column indices went back to the system with its values (CompactValuesRelease of a copy of zeros): only its
   // shape and statistics remain; its layout is not reused, its pattern not compared, its columns not read.
   bool indices_released = false;
-  std::vector<RowBlock> blocks; // row-wise layouts
-  std::vector<SplitPart> split; // entry split (blocks empty)
+  bool zeroed           = false; // zero_compact_values made its values 0 (since its build)
+  std::vector<RowBlock> blocks;  // row-wise layouts
+  std::vector<SplitPart> split;  // entry split (blocks empty)
   // Split storage: the segments of each value products read, from the most
   // significant (0: all, the exact values; see segment_read_bound).
   int read_segments = 0;

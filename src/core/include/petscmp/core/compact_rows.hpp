@@ -100,8 +100,13 @@ private:
   std::vector<std::int64_t> next_unit_; // per block: the first unit not yet given back
 };
 
-// Whether every stored value is +0 (every value byte zero; split storage and entry split: false, not looked at).
-bool compact_values_all_zero(const CompactCsr &c);
+// Whether the copy holds a pattern without values: built from values that
+// were all +0 (every value byte zero), as a DM assembles a matrix before the
+// application's values. False for a copy zero_compact_values zeroed (its
+// layout was made for the values before, which the next ones likely fit:
+// MatZeroEntries in a Newton loop), and for split storage and entry split
+// (not looked at).
+bool compact_holds_a_pattern(const CompactCsr &c);
 
 // Bytes the copy occupies in memory (values, indices, block bookkeeping).
 std::int64_t compact_memory_bytes(const CompactCsr &c);
