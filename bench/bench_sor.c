@@ -7,6 +7,7 @@ static char help[] =
     "                 omega 1, AIJ takes its inode SOR and ellmp replays it on its stored rows; other omegas\n"
     "                 sweep the stored rows point by point\n"
     "  -zero_guess <bool> sweep from a zero initial guess, as PCSOR applies SOR (default false: from x0)\n"
+    "  -eisenstat <bool>  SOR_EISENSTAT instead of the sweeps, as PCEisenstat applies it (default false)\n"
     "  -modes <list>  ellmp storage modes (default lossless,fp32,fp16)\n"
     "  -omega <real>  relaxation factor (default 1)\n"
     "  -reps <int>    sweeps timed per matrix (default 5)\n\n";
@@ -128,6 +129,9 @@ int main(int argc, char **argv)
     PetscBool zero_guess = PETSC_FALSE;
     PetscCall(PetscOptionsGetBool(NULL, NULL, "-zero_guess", &zero_guess, NULL));
     if (zero_guess) g_flag = (MatSORType)(SOR_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS);
+    PetscBool eisenstat = PETSC_FALSE;
+    PetscCall(PetscOptionsGetBool(NULL, NULL, "-eisenstat", &eisenstat, NULL));
+    if (eisenstat) g_flag = SOR_EISENSTAT;
   }
   PetscCheck(reps >= 1 && reps <= 64, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps must be 1..64");
   PetscCall(PetscStrncpy(modes[0], "lossless", 32));
@@ -145,7 +149,8 @@ int main(int argc, char **argv)
   }
   PetscCall(PetscMPInitializePackage());
   PetscCall(PrintCpu(PETSC_COMM_WORLD));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "MatSOR, SOR_SYMMETRIC_SWEEP%s, omega %g, %" PetscInt_FMT " sweeps each, alternated\n",
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "MatSOR, %s%s, omega %g, %" PetscInt_FMT " sweeps each, alternated\n",
+                        g_flag == SOR_EISENSTAT ? "SOR_EISENSTAT" : "SOR_SYMMETRIC_SWEEP",
                         (g_flag & SOR_ZERO_INITIAL_GUESS) ? " | SOR_ZERO_INITIAL_GUESS" : "", (double)omega, reps));
   if (n7 > 0) PetscCall(BenchMatrix("7-point Laplacian", n7, 0, modes, nmodes, omega, reps));
   if (n27 > 0) PetscCall(BenchMatrix("27-point random", n27, 1, modes, nmodes, omega, reps));

@@ -71,8 +71,12 @@ void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> pattern, const SorRo
 // a forward sweep and a zero guess, b minus the whole rows, added to x. A
 // node's x (or its increment) is sum_c S_c inverse[c s + r], c ascending, as
 // AIJ's unrolled expressions. The flags as AIJ reads them: the zero-guess
-// sweeps, then its - 1 (or its) more; AIJ's inode SOR ignores lits, and has
-// no Eisenstat here (callers keep AIJ for it).
+// sweeps, then its - 1 (or its) more; AIJ's inode SOR ignores lits.
+// sor_inode_eisenstat is its SOR_EISENSTAT (the flag alone): x = (U + D)^-1 b
+// node by node from the last (the columns after each node, as a backward
+// sweep), t = b - D x (D the block diagonal, `blocks` not inverted: t_r = b_r
+// - (x_0 d(r,0) + x_1 d(r,1) + ...)), then t = (L + D)^-1 t from the first
+// node (the columns before each node, read from t) and x += t.
 //
 // inode_diagonal_blocks writes each node's s x s diagonal block as AIJ copies
 // it before inverting it (column-major: blocks[k s + j] = a(row0 + j, row0 +
@@ -87,6 +91,14 @@ template <typename Index>
 void sor_inode(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
                std::int64_t nodes, const double *inverses, const SorSweeps &sweeps, double *t, const double *b,
                double *x);
+// y = D x for AIJ's inode block diagonal (`blocks` as inode_diagonal_blocks
+// writes them): y_r = x_0 d(r,0) + x_1 d(r,1) + ..., left to right, as
+// MatMultDiagonalBlock_SeqAIJ_Inode and AIJ's inode Eisenstat compute it.
+void inode_block_product(const int *sizes, std::int64_t nodes, const double *blocks, const double *x, double *y);
+template <typename Index>
+void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> pattern, const SorRows &rows, const int *sizes,
+                         std::int64_t nodes, const double *blocks, const double *inverses, double *t, const double *b,
+                         double *x);
 } // namespace reference
 
 } // namespace petscmp

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <ostream>
@@ -425,6 +426,67 @@ void aij_inode(const AijRows &a, const std::vector<int> &sizes, const std::vecto
   }
 }
 
+// MatSOR_SeqAIJ_Inode's SOR_EISENSTAT (PETSc 3.18, inode.c) over a CSR with its pointers: from the last node, sums
+// from diag[row] + (s - r) (the last row's ii[L + 1] - diag[L] - 1 entries) over x, x = sum1 * ib[r] + ...; t = b -
+// (x1 * bd[r] + x2 * bd[s + r] + ...); from the first node, sums from ii[row] (diag[row0] - ii[row0] entries) over t,
+// x += t = sum1 * ib[r] + ...
+void aij_inode_eisenstat(const AijRows &a, const std::vector<int> &sizes, const std::vector<double> &bd,
+                         const std::vector<double> &ib, const double *b, double *t, double *x)
+{
+  auto minus_pairs = [](const double *v, const std::int32_t *idx, std::int32_t sz, const double *w, double sum) {
+    std::int32_t n = 0;
+    for (; n < sz - 1; n += 2) {
+      const double tmp0 = w[idx[n]], tmp1 = w[idx[n + 1]];
+      sum -= v[n] * tmp0 + v[n + 1] * tmp1;
+    }
+    if (n == sz - 1) sum -= v[n] * w[idx[n]];
+    return sum;
+  };
+  auto apply = [](int s, const double *inverse, const double *S, int r) {
+    double v = S[0] * inverse[r];
+    for (int c = 1; c < s; ++c)
+      v = v + S[c] * inverse[c * s + r];
+    return v;
+  };
+  std::vector<std::int32_t> first(sizes.size() + 1, 0);
+  std::vector<std::size_t> block(sizes.size() + 1, 0);
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    first[k + 1] = first[k] + sizes[k];
+    block[k + 1] = block[k] + static_cast<std::size_t>(sizes[k] * sizes[k]);
+  }
+  for (std::size_t k = sizes.size(); k-- > 0;) {
+    const std::int32_t row0 = first[k], last = first[k + 1] - 1;
+    const int s = sizes[k];
+    double S[5];
+    for (int r = 0; r < s; ++r)
+      S[r] = minus_pairs(a.vals.data() + a.diag[row0 + r] + (s - r), a.cols.data() + a.diag[last] + 1,
+                         a.rowptr[last + 1] - a.diag[last] - 1, x, b[row0 + r]);
+    for (int r = 0; r < s; ++r)
+      x[row0 + r] = apply(s, ib.data() + block[k], S, r);
+  }
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const int s = sizes[k];
+    for (int r = 0; r < s; ++r) {
+      double tmp = x[first[k]] * bd[block[k] + static_cast<std::size_t>(r)];
+      for (int c = 1; c < s; ++c)
+        tmp = tmp + x[first[k] + c] * bd[block[k] + static_cast<std::size_t>(c * s + r)];
+      t[first[k] + r] = b[first[k] + r] - tmp;
+    }
+  }
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    const std::int32_t row0 = first[k];
+    const int s             = sizes[k];
+    double S[5];
+    for (int r = 0; r < s; ++r)
+      S[r] = minus_pairs(a.vals.data() + a.rowptr[row0 + r], a.cols.data() + a.rowptr[row0],
+                         a.diag[row0] - a.rowptr[row0], t, t[row0 + r]);
+    for (int r = 0; r < s; ++r) {
+      t[row0 + r] = apply(s, ib.data() + block[k], S, r);
+      x[row0 + r] += t[row0 + r];
+    }
+  }
+}
+
 // The inode sweeps over every layout and mode bitwise MatSOR_SeqAIJ_Inode's over the stored values, and the
 // diagonal blocks as AIJ copies them (bdiag[k s + j] = a[diag[row0 + j] - j + k]).
 class SorInodes : public ::testing::TestWithParam<Case> {};
@@ -459,8 +521,19 @@ TEST_P(SorInodes, BitwiseAijInodeSweeps)
   for (std::size_t e = 0; e < room; ++e)
     ASSERT_TRUE(same(blocks[e], expect_blocks[e])) << "diagonal block entry " << e;
   // the kernel applies whatever inverses it is given: random ones test every coefficient's place
-  const std::vector<double> inverses = random_vector(room, 12u);
-  const std::size_t n                = static_cast<std::size_t>(a.nrows);
+  // (scaled below 1 / (5 R), R the largest absolute row sum, so that the sweeps contract: unscaled, x overflowed
+  // to NaN after some 70 rows, and NaN compared equal to NaN)
+  double R = 0;
+  for (std::int32_t i = 0; i < a.nrows; ++i) {
+    double sum = 0;
+    for (std::int32_t e = a.rowptr[i]; e < a.rowptr[i + 1]; ++e)
+      sum += std::fabs(a.vals[static_cast<std::size_t>(e)]);
+    R = std::max(R, sum);
+  }
+  std::vector<double> inverses = random_vector(room, 12u);
+  for (double &v : inverses)
+    v *= 0.1 / R;
+  const std::size_t n         = static_cast<std::size_t>(a.nrows);
   const std::vector<double> b = random_vector(n, 13u), x0 = random_vector(n, 14u);
   for (int kind = 0; kind < 3; ++kind)
     for (bool zero_guess : {true, false})
@@ -475,10 +548,19 @@ TEST_P(SorInodes, BitwiseAijInodeSweeps)
         reference::sor_inode(copy, pattern, rows, sizes.data(), static_cast<std::int64_t>(sizes.size()),
                              inverses.data(), sw, t.data(), b.data(), x.data());
         for (std::size_t i = 0; i < n; ++i)
-          ASSERT_TRUE(same(x[i], expect[i]))
+          ASSERT_TRUE(same(x[i], expect[i]) && std::isnormal(x[i]))
               << (sw.forward ? "forward " : "") << (sw.backward ? "backward " : "") << (zero_guess ? "zero guess " : "")
               << "its " << its << ": row " << i << " " << x[i] << " vs AIJ's " << expect[i];
       }
+  { // Eisenstat (x is overwritten: its entry values do not matter)
+    std::vector<double> x = x0, expect = random_vector(n, 15u), t(n), expect_t(n);
+    aij_inode_eisenstat(aij, sizes, expect_blocks, inverses, b.data(), expect_t.data(), expect.data());
+    reference::sor_inode_eisenstat(copy, pattern, rows, sizes.data(), static_cast<std::int64_t>(sizes.size()),
+                                   blocks.data(), inverses.data(), t.data(), b.data(), x.data());
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_TRUE(same(x[i], expect[i]) && std::isnormal(x[i]))
+          << "Eisenstat: row " << i << " " << x[i] << " vs AIJ's " << expect[i];
+  }
 }
 
 // Node sizes that are not the rows' inodes (two nodes taken as one; a node overrunning its rows into the next) are

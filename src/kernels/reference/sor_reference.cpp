@@ -482,6 +482,74 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
   }
 }
 
+void inode_block_product(const int *sizes, std::int64_t nodes, const double *blocks, const double *x, double *y)
+{
+  for (std::int64_t node = 0, row0 = 0; node < nodes; ++node) {
+    const int s = sizes[node];
+    for (int r = 0; r < s; ++r) {
+      double v = x[row0] * blocks[r];
+      for (int c = 1; c < s; ++c)
+        v += x[row0 + c] * blocks[c * s + r];
+      y[row0 + r] = v;
+    }
+    blocks += s * s;
+    row0 += s;
+  }
+}
+
+template <typename Index>
+void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+                         std::int64_t nodes, const double *blocks, const double *inverses, double *t, const double *b,
+                         double *x)
+{
+  const std::int32_t *diagonal_at = rows.diagonal_at.data();
+  double S[5], y[5];
+  std::int64_t total = 0;
+  for (std::int64_t n = 0; n < nodes; ++n)
+    total += sizes[n] * sizes[n];
+  { // x = (U + D)^-1 b: b minus the columns after the node (the last row's entries after its diagonal)
+    std::int64_t node = nodes - 1, last = A.nrows - 1, upper = 0;
+    const double *inverse = inverses + total;
+    for_each_row<true>(A, p, rows, [&](std::int64_t i, const auto &r) {
+      const int s             = sizes[node];
+      const std::int64_t row0 = last - s + 1, j = i - row0;
+      if (i == last) {
+        upper = r.n - diagonal_at[i] - 1;
+        inverse -= s * s;
+      }
+      S[j] = minus_pairs(r, r.n - upper, r.n, x, b[i]);
+      if (j == 0) {
+        apply_node_inverse(S, inverse, s, x + row0, false);
+        last = row0 - 1;
+        --node;
+      }
+    });
+  }
+  // t = b - D x, D the block diagonal: each row's products summed before the subtraction
+  inode_block_product(sizes, nodes, blocks, x, t);
+  for (std::int64_t i = 0; i < A.nrows; ++i)
+    t[i] = b[i] - t[i];
+  { // t = (L + D)^-1 t: t minus the columns before the node, read from t; x += t
+    std::int64_t node = 0, row0 = 0;
+    const double *inverse = inverses;
+    for_each_row<false>(A, p, rows, [&](std::int64_t i, const auto &r) {
+      const int s          = sizes[node];
+      const std::int64_t j = i - row0;
+      S[j]                 = minus_pairs(r, 0, diagonal_at[row0], t, t[i]);
+      if (j == s - 1) {
+        apply_node_inverse(S, inverse, s, y, false);
+        for (int k = 0; k < s; ++k) {
+          t[row0 + k] = y[k];
+          x[row0 + k] += y[k];
+        }
+        inverse += s * s;
+        row0 += s;
+        ++node;
+      }
+    });
+  }
+}
+
 #define PETSCMP_SOR_INSTANCES(Index)                                                                                   \
   template bool sor_rows<Index>(const CompactCsr &, CsrPattern<Index>, SorRows &);                                     \
   template void sor<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const SorSweeps &, const double *,  \
@@ -493,7 +561,10 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
   template bool inode_diagonal_blocks<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,      \
                                              double *);                                                                \
   template void sor_inode<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *, std::int64_t,    \
-                                 const double *, const SorSweeps &, double *, const double *, double *);
+                                 const double *, const SorSweeps &, double *, const double *, double *);               \
+  template void sor_inode_eisenstat<Index>(const CompactCsr &, CsrPattern<Index>, const SorRows &, const int *,        \
+                                           std::int64_t, const double *, const double *, double *, const double *,     \
+                                           double *);
 PETSCMP_SOR_INSTANCES(std::int32_t)
 PETSCMP_SOR_INSTANCES(std::int64_t)
 #undef PETSCMP_SOR_INSTANCES

@@ -33,7 +33,7 @@ PetscErrorCode update_rows(Mat A, SorState &s)
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   if (s.state == state && s.compact == d->compact.get()) PetscFunctionReturn(0);
   s.idiag_valid = false;
-  s.inode_valid = false;
+  s.inode_valid = s.inode_blocks_valid = false;
   PetscCall(guarded([&] { s.sweepable = reference::sor_rows(*d->compact, CsrPattern<PetscInt>{}, s.rows); }));
   s.state   = state;
   s.compact = d->compact.get();
@@ -84,11 +84,41 @@ PetscErrorCode invert_diagonal(Mat A, SorState &s, PetscReal omega, PetscReal fs
 }
 
 // Whether this call makes only the sweeps of AIJ's inode SOR that are replayed on the stored rows: forward and/or
-// backward, with or without a zero initial guess (not Eisenstat, not SOR_APPLY_UPPER/LOWER).
+// backward, with or without a zero initial guess, or Eisenstat alone (as PCEisenstat asks it); not SOR_APPLY_UPPER
+// (which AIJ's inode SOR leaves undone) nor Eisenstat with sweeps.
 bool inode_sweeps_replayed(MatSORType flag)
 {
   const int sweeps = SOR_FORWARD_SWEEP | SOR_BACKWARD_SWEEP | SOR_LOCAL_FORWARD_SWEEP | SOR_LOCAL_BACKWARD_SWEEP;
-  return (flag & sweeps) && !(flag & ~(sweeps | SOR_ZERO_INITIAL_GUESS));
+  return flag == SOR_EISENSTAT || ((flag & sweeps) && !(flag & ~(sweeps | SOR_ZERO_INITIAL_GUESS)));
+}
+
+// AIJ's inode diagonal blocks before their inversion (its bdiag), which its Eisenstat (t = b - D x) and
+// MatMultDiagonalBlock read; *usable is false where the inodes of the last build are not the rows' patterns.
+PetscErrorCode copy_inode_blocks(Mat A, SorState &s, bool *usable)
+{
+  SeqELLMP *d = data_of(A);
+
+  PetscFunctionBegin;
+  if (!s.inode_blocks_valid) {
+    s.inode_blocks_usable = false;
+    PetscInt rows = 0, room = 0;
+    bool sizes_ok = true;
+    for (PetscInt size : d->inode_sizes) {
+      sizes_ok = sizes_ok && size >= 1 && size <= 5;
+      rows += size;
+      room += size * size;
+    }
+    if (sizes_ok && rows == A->rmap->n && s.sweepable)
+      PetscCall(guarded([&] {
+        s.inode_block_sizes.assign(d->inode_sizes.begin(), d->inode_sizes.end());
+        s.inode_blocks.resize(static_cast<std::size_t>(room));
+        s.inode_blocks_usable = reference::inode_diagonal_blocks(*d->compact, CsrPattern<PetscInt>{}, s.rows,
+                                                                 s.inode_block_sizes.data(), s.inode_blocks.data());
+      }));
+    s.inode_blocks_valid = true;
+  }
+  *usable = s.inode_blocks_usable;
+  PetscFunctionReturn(0);
 }
 
 // AIJ's inverted inode diagonal blocks (MatSOR_SeqAIJ_Inode's first part): each node's block copied from the stored
@@ -197,6 +227,34 @@ PetscErrorCode log_sweep_flops(const SorSweeps &sweeps, PetscLogDouble nz)
 
 } // namespace
 
+PetscErrorCode MatMultDiagonalBlock_SeqELLMP(Mat A, Vec bb, Vec xx)
+{
+  SeqELLMP *d = data_of(A);
+  SorState &s = d->sor;
+  const PetscScalar *b;
+  PetscScalar *x;
+  bool usable = false;
+
+  PetscFunctionBegin;
+  PetscCheck(d->compact, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE,
+             "petscmp: the ellmp matrix must be assembled before MatMultDiagonalBlock");
+  PetscCall(update_rows(A, s));
+  PetscCall(copy_inode_blocks(A, s, &usable));
+  PetscCheck(usable, PETSC_COMM_SELF, PETSC_ERR_SUP,
+             "petscmp: MatMultDiagonalBlock reads the diagonal blocks of the inodes found at the last assembly, and "
+             "this matrix's rows do not hold them (a row without its diagonal entry, or nodes whose rows differ)");
+  PetscCall(VecGetArray(xx, &x));
+  PetscCall(VecGetArrayRead(bb, &b));
+  PetscCall(guarded([&] {
+    reference::inode_block_product(s.inode_block_sizes.data(), static_cast<std::int64_t>(s.inode_block_sizes.size()),
+                                   s.inode_blocks.data(), b, x);
+  }));
+  PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(s.inode_blocks.size())));
+  PetscCall(VecRestoreArrayRead(bb, &b));
+  PetscCall(VecRestoreArray(xx, &x));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, PetscReal fshift, PetscInt its,
                                PetscInt lits, Vec xx)
 {
@@ -220,11 +278,30 @@ PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, 
       PetscCall(PetscInfo(A, "petscmp: SOR on an AIJ copy of the matrix (AIJ's memory while it lives): %s\n",
                           d->settings.sor_aij_copy ? "-mat_ellmp_sor_aij_copy"
                           : inode_sor && !inode_replayed
-                              ? "AIJ's inode SOR (inodes, omega 1, no shift) for Eisenstat or SOR_APPLY_UPPER"
+                              ? "AIJ's inode SOR (inodes, omega 1, no shift) for SOR_APPLY_UPPER or Eisenstat with "
+                                "sweeps"
                           : !inodes_cover ? "AIJ's inode SOR, and the inodes found at the last build are not the rows'"
                                           : "a row has no diagonal entry, or the rows are stored out of order"));
     s.told_copy = state;
     PetscCall((OpsThroughTwin<SeqELLMPTwin, SeqELLMPStoreValues>::sor(A, bb, omega, flag, fshift, its, lits, xx)));
+    PetscFunctionReturn(0);
+  }
+  if (inode_replayed && flag == SOR_EISENSTAT) { // AIJ's inode Eisenstat
+    bool usable;
+    PetscCall(copy_inode_blocks(A, s, &usable)); // (the sizes of the inverses, which were usable)
+    PetscCheck(usable, PETSC_COMM_SELF, PETSC_ERR_PLIB, "petscmp: the inodes' blocks were inverted but not copied");
+    PetscCall(VecGetArray(xx, &x));
+    PetscCall(VecGetArrayRead(bb, &b));
+    PetscCall(guarded([&] {
+      reference::sor_inode_eisenstat(*d->compact, CsrPattern<PetscInt>{}, s.rows, s.inode_sizes.data(),
+                                     static_cast<std::int64_t>(s.inode_sizes.size()), s.inode_blocks.data(),
+                                     s.inode_inverses.data(), s.work.data(), b, x);
+    }));
+    // AIJ's counts: nz for each triangular solve, a node's worth for t = b - D x
+    PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(d->compact->stats.nnz) +
+                            static_cast<PetscLogDouble>(s.inode_sizes.size())));
+    PetscCall(VecRestoreArrayRead(bb, &b));
+    PetscCall(VecRestoreArray(xx, &x));
     PetscFunctionReturn(0);
   }
   if (inode_replayed) {                            // AIJ's inode SOR

@@ -37,6 +37,11 @@ struct SorState {
   bool inode_valid = false, inode_usable = false; // (usable: the sizes are the rows' inodes)
   std::vector<int> inode_sizes;
   std::vector<double> inode_inverses;
+  // the blocks not inverted, for Eisenstat and MatMultDiagonalBlock (made at their first call for the values), and
+  // their node sizes (AIJ's inodes at the last build; usable: they are the rows')
+  std::vector<double> inode_blocks;
+  std::vector<int> inode_block_sizes;
+  bool inode_blocks_valid = false, inode_blocks_usable = false;
   PetscObjectState told_copy = -1; // the state -info was last told a call went to the AIJ copy
 };
 
@@ -112,6 +117,9 @@ PetscErrorCode SeqELLMPStoreValues(Mat B, Mat aij);
 // MatSOR of seqellmp: PETSc's MatSOR_SeqAIJ sweeps over the stored rows, bit for bit AIJ's; on the AIJ twin where
 // AIJ would use its inode SOR (inodes, omega 1, no shift), where a row has no diagonal entry, and with
 // -mat_ellmp_sor_aij_copy (ellmp_sor.cxx).
+// y = D x, D the block diagonal of AIJ's inodes (PCEisenstat's diagonal scaling where AIJ has inodes); the op is set
+// only where the last build found inodes, as SeqAIJ sets it.
+PetscErrorCode MatMultDiagonalBlock_SeqELLMP(Mat A, Vec x, Vec y);
 PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec b, PetscReal omega, MatSORType flag, PetscReal shift, PetscInt its,
                                PetscInt lits, Vec x);
 // The operations ellmp runs on its AIJ twin (seq and MPI): SOR and finite-difference coloring; Twin gives the twin

@@ -624,6 +624,14 @@ PetscErrorCode MatELLMPGetSettings_MPIELLMP(Mat A, AIJMPSettings **s)
 // off-diagonal block's product updates the right-hand side. No MPIAIJ copy is made. Eisenstat runs on the MPIAIJ
 // twin: MPIAIJ's multiplies by the diagonal blocks of its inodes (and stops without them), which ellmp has no kernel
 // for. With -mat_ellmp_sor_aij_copy, everything runs on the twin.
+// MPIAIJ's: the diagonal block's (which has it where its last build found inodes; an error names the type otherwise)
+PetscErrorCode MatMultDiagonalBlock_MPIELLMP(Mat A, Vec bb, Vec xx)
+{
+  PetscFunctionBegin;
+  PetscCall(MatMultDiagonalBlock(data_of(A)->diag, bb, xx));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode MatSOR_MPIELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, PetscReal fshift, PetscInt its,
                                PetscInt lits, Vec xx)
 {
@@ -1125,6 +1133,7 @@ void set_operations(MatOps o)
   ValueChangesThroughAIJ<Change, to_mpiaij>::install(o);
   OpsThroughTwin<twin_of, store_twin_values>::install(o);
   o->sor                   = MatSOR_MPIELLMP; // the local sweeps on the stored blocks
+  o->multdiagonalblock     = MatMultDiagonalBlock_MPIELLMP;
   o->productsetfromoptions = MatProductSetFromOptions_ELLMP;
 }
 

@@ -183,6 +183,8 @@ PetscErrorCode install_compact(Mat A, Mat aij, std::unique_ptr<CompactCsr> c, bo
   PetscCall(MatInodeGetInodeSizes(aij, &d->inodes, &sizes, &d->inode_limit));
   if (!sizes) d->inodes = 0;
   PetscCall(guarded([&] { d->inode_sizes.assign(sizes, sizes + d->inodes); }));
+  // (as SeqAIJ, which has the op where it found inodes: PCEisenstat scales by the inodes' blocks then)
+  A->ops->multdiagonalblock = d->inodes ? MatMultDiagonalBlock_SeqELLMP : nullptr;
   if (!same_pattern) A->nonzerostate++;
   // what SeqAIJ would report, reported alike: it keeps its first allocation (the preallocation) and counts its
   // mallocs over the matrix's life; a reopened assembly matrix is allocated exactly, so the largest allocation and
