@@ -735,6 +735,21 @@ static PetscErrorCode TestInodeSOR(const char *mode, PetscBool singular)
     PetscCall(MatMultDiagonalBlock(E, b, y1)); /* PCEisenstat's scaling where AIJ has inodes */
     PetscCall(MatMultDiagonalBlock(B, b, y2));
     PetscCall(TestCheckBitwise(y1, y2, "MatMultDiagonalBlock"));
+    { /* a duplicate keeps AIJ's inodes, as AIJ's duplicate does: the same inode SOR and block diagonal */
+      Mat D, DB;
+      PetscCall(MatDuplicate(E, MAT_COPY_VALUES, &D));
+      PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &DB));
+      PetscCall(VecSet(y1, 0.0));
+      PetscCall(VecSet(y2, 0.0));
+      PetscCall(MatSOR(D, b, 1.0, (MatSORType)(SOR_LOCAL_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS), 0.0, 1, 1, y1));
+      PetscCall(MatSOR(DB, b, 1.0, (MatSORType)(SOR_LOCAL_SYMMETRIC_SWEEP | SOR_ZERO_INITIAL_GUESS), 0.0, 1, 1, y2));
+      PetscCall(TestCheckBitwise(y1, y2, "MatDuplicate: inode SOR"));
+      PetscCall(MatMultDiagonalBlock(D, b, y1));
+      PetscCall(MatMultDiagonalBlock(DB, b, y2));
+      PetscCall(TestCheckBitwise(y1, y2, "MatDuplicate: MatMultDiagonalBlock"));
+      PetscCall(MatDestroy(&D));
+      PetscCall(MatDestroy(&DB));
+    }
     PetscCall(VecDestroy(&b));
     PetscCall(VecDestroy(&y1));
     PetscCall(VecDestroy(&y2));

@@ -853,6 +853,12 @@ PetscErrorCode MatDuplicate_SeqELLMP(Mat A, MatDuplicateOption op, Mat *B)
   if (a->compact) {
     PetscCall(guarded([&] { b->compact = std::make_unique<CompactCsr>(*a->compact); }));
     if (op == MAT_DO_NOT_COPY_VALUES) PetscCall(guarded([&] { zero_compact_values(*b->compact); }));
+    // AIJ's inodes, as SeqAIJ's duplicate keeps them: its SOR, MatMultDiagonalBlock, view and summation order
+    b->inodes      = a->inodes;
+    b->inode_limit = a->inode_limit;
+    PetscCall(guarded([&] { b->inode_sizes = a->inode_sizes; }));
+    b->aij_bytes                 = a->aij_bytes;
+    (*B)->ops->multdiagonalblock = A->ops->multdiagonalblock;
     PetscCall(ELLMPMarkAssembled(*B));
   }
   PetscFunctionReturn(0);
