@@ -132,7 +132,8 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
     PetscBool aij_copy = s.sor_aij_copy ? PETSC_TRUE : PETSC_FALSE;
     PetscCall(PetscOptionsBool("-mat_ellmp_sor_aij_copy",
                                "MatSOR on an AIJ copy of the matrix (AIJ's memory while the matrix lives) instead of on "
-                               "the stored rows (the copy is always used where AIJ would take its inode SOR)",
+                               "the stored rows (the copy is always used for SOR_APPLY_UPPER with inodes and for "
+                               "Eisenstat on several ranks)",
                                "MATELLMP", aij_copy, &aij_copy, nullptr));
     s.sor_aij_copy = aij_copy;
   }
