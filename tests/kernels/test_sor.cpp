@@ -351,6 +351,40 @@ Matrix<std::int32_t> mixed_node_chain(const std::vector<int> &sizes, unsigned se
   return a;
 }
 
+// Where each node's rows (first) and its s x s block (block) start, node after node.
+struct NodeOffsets {
+  std::vector<std::int32_t> first;
+  std::vector<std::size_t> block;
+  explicit NodeOffsets(const std::vector<int> &sizes) : first(sizes.size() + 1, 0), block(sizes.size() + 1, 0)
+  {
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      first[k + 1] = first[k] + sizes[k];
+      block[k + 1] = block[k] + static_cast<std::size_t>(sizes[k] * sizes[k]);
+    }
+  }
+};
+
+// AIJ's inode sum over sz entries (v, idx) of w: sum - (v0 w0 + v1 w1) a pair at a time, then the last alone.
+double aij_minus_pairs(const double *v, const std::int32_t *idx, std::int32_t sz, const double *w, double sum)
+{
+  std::int32_t n = 0;
+  for (; n < sz - 1; n += 2) {
+    const double tmp0 = w[idx[n]], tmp1 = w[idx[n + 1]];
+    sum -= v[n] * tmp0 + v[n + 1] * tmp1;
+  }
+  if (n == sz - 1) sum -= v[n] * w[idx[n]];
+  return sum;
+}
+
+// Row r of a node's inverse times its sums S: sum1 * ib[r] + sum2 * ib[s + r] + ..., left to right.
+double aij_node_row(int s, const double *inverse, const double *S, int r)
+{
+  double v = S[0] * inverse[r];
+  for (int c = 1; c < s; ++c)
+    v = v + S[c] * inverse[c * s + r];
+  return v;
+}
+
 // MatSOR_SeqAIJ_Inode's sweeps (PETSc 3.18, inode.c) written out over a CSR with its pointers: forward from ii[row]
 // (diag[row0] - ii[row0] entries, saved in t), then without a zero guess from ii[row] + that + s (ii[row0 + 1] -
 // diag[row0] - s entries); backward from diag[row] + (s - r) (the last row's ii[L + 1] - diag[L] - 1 entries), or,
@@ -360,29 +394,18 @@ void aij_inode(const AijRows &a, const std::vector<int> &sizes, const std::vecto
                const double *b, double *t, double *x)
 {
   auto minus_pairs = [&](const double *v, const std::int32_t *idx, std::int32_t sz, double sum) {
-    std::int32_t n = 0;
-    for (; n < sz - 1; n += 2) {
-      const double tmp0 = x[idx[n]], tmp1 = x[idx[n + 1]];
-      sum -= v[n] * tmp0 + v[n + 1] * tmp1;
-    }
-    if (n == sz - 1) sum -= v[n] * x[idx[n]];
-    return sum;
+    return aij_minus_pairs(v, idx, sz, x, sum);
   };
   auto update = [&](std::int32_t row0, int s, const double *inverse, const double *S, bool add) {
     for (int r = 0; r < s; ++r) {
-      double v = S[0] * inverse[r];
-      for (int c = 1; c < s; ++c)
-        v = v + S[c] * inverse[c * s + r];
-      x[row0 + r] = add ? x[row0 + r] + v : v;
+      const double v = aij_node_row(s, inverse, S, r);
+      x[row0 + r]    = add ? x[row0 + r] + v : v;
     }
   };
-  std::vector<std::int32_t> first(sizes.size() + 1, 0);
-  std::vector<std::size_t> block(sizes.size() + 1, 0);
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    first[k + 1] = first[k] + sizes[k];
-    block[k + 1] = block[k] + static_cast<std::size_t>(sizes[k] * sizes[k]);
-  }
-  auto forward = [&](bool with_upper) {
+  const NodeOffsets offsets(sizes);
+  const std::vector<std::int32_t> &first = offsets.first;
+  const std::vector<std::size_t> &block  = offsets.block;
+  auto forward                           = [&](bool with_upper) {
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       const std::int32_t row0 = first[k];
       const int s             = sizes[k];
@@ -433,27 +456,11 @@ void aij_inode(const AijRows &a, const std::vector<int> &sizes, const std::vecto
 void aij_inode_eisenstat(const AijRows &a, const std::vector<int> &sizes, const std::vector<double> &bd,
                          const std::vector<double> &ib, const double *b, double *t, double *x)
 {
-  auto minus_pairs = [](const double *v, const std::int32_t *idx, std::int32_t sz, const double *w, double sum) {
-    std::int32_t n = 0;
-    for (; n < sz - 1; n += 2) {
-      const double tmp0 = w[idx[n]], tmp1 = w[idx[n + 1]];
-      sum -= v[n] * tmp0 + v[n + 1] * tmp1;
-    }
-    if (n == sz - 1) sum -= v[n] * w[idx[n]];
-    return sum;
-  };
-  auto apply = [](int s, const double *inverse, const double *S, int r) {
-    double v = S[0] * inverse[r];
-    for (int c = 1; c < s; ++c)
-      v = v + S[c] * inverse[c * s + r];
-    return v;
-  };
-  std::vector<std::int32_t> first(sizes.size() + 1, 0);
-  std::vector<std::size_t> block(sizes.size() + 1, 0);
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    first[k + 1] = first[k] + sizes[k];
-    block[k + 1] = block[k] + static_cast<std::size_t>(sizes[k] * sizes[k]);
-  }
+  const auto minus_pairs = aij_minus_pairs;
+  const auto apply       = aij_node_row;
+  const NodeOffsets offsets(sizes);
+  const std::vector<std::int32_t> &first = offsets.first;
+  const std::vector<std::size_t> &block  = offsets.block;
   for (std::size_t k = sizes.size(); k-- > 0;) {
     const std::int32_t row0 = first[k], last = first[k + 1] - 1;
     const int s = sizes[k];

@@ -422,6 +422,38 @@ bool inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> p, const SorRo
   return same;
 }
 
+namespace {
+// The backward sweep of AIJ's inode SOR: xb minus the columns after the node (the last row's entries after its
+// diagonal), x of the node = its inverse times S; or (whole) xb minus the whole rows, x of the node += its inverse
+// times S. (Eisenstat's x = (U + D)^-1 b is the first.)
+template <typename Index>
+void inode_backward_pass(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+                         std::int64_t nodes, const double *inverses, const double *xb, bool whole, double *x)
+{
+  const std::int32_t *diagonal_at = rows.diagonal_at.data();
+  double S[5];
+  std::int64_t total = 0;
+  for (std::int64_t n = 0; n < nodes; ++n)
+    total += sizes[n] * sizes[n];
+  std::int64_t node = nodes - 1, last = A.nrows - 1, upper = 0;
+  const double *inverse = inverses + total;
+  for_each_row<true>(A, p, rows, [&](std::int64_t i, const auto &r) {
+    const int s             = sizes[node];
+    const std::int64_t row0 = last - s + 1, j = i - row0;
+    if (i == last) {
+      upper = r.n - diagonal_at[i] - 1;
+      inverse -= s * s;
+    }
+    S[j] = minus_pairs(r, whole ? 0 : r.n - upper, r.n, x, xb[i]);
+    if (j == 0) {
+      apply_node_inverse(S, inverse, s, x + row0, whole);
+      last = row0 - 1;
+      --node;
+    }
+  });
+}
+} // namespace
+
 template <typename Index>
 void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes, std::int64_t nodes,
                const double *inverses, const SorSweeps &sweeps, double *t, const double *b, double *x)
@@ -447,28 +479,8 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
       }
     });
   };
-  // backward: xb minus the columns after the node (the last row's entries after its diagonal), x of the node = its
-  // inverse times S; or (whole) xb minus the whole rows, x of the node += its inverse times S
-  std::int64_t total = 0;
-  for (std::int64_t n = 0; n < nodes; ++n)
-    total += sizes[n] * sizes[n];
   auto backward_pass = [&](const double *xb, bool whole) {
-    std::int64_t node = nodes - 1, last = A.nrows - 1, upper = 0;
-    const double *inverse = inverses + total;
-    for_each_row<true>(A, p, rows, [&](std::int64_t i, const auto &r) {
-      const int s             = sizes[node];
-      const std::int64_t row0 = last - s + 1, j = i - row0;
-      if (i == last) {
-        upper = r.n - diagonal_at[i] - 1;
-        inverse -= s * s;
-      }
-      S[j] = minus_pairs(r, whole ? 0 : r.n - upper, r.n, x, xb[i]);
-      if (j == 0) {
-        apply_node_inverse(S, inverse, s, x + row0, whole);
-        last = row0 - 1;
-        --node;
-      }
-    });
+    inode_backward_pass(A, p, rows, sizes, nodes, inverses, xb, whole, x);
   };
   std::int64_t its = sweeps.its;
   if (sweeps.zero_guess) {
@@ -504,27 +516,7 @@ void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows
 {
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
   double S[5], y[5];
-  std::int64_t total = 0;
-  for (std::int64_t n = 0; n < nodes; ++n)
-    total += sizes[n] * sizes[n];
-  { // x = (U + D)^-1 b: b minus the columns after the node (the last row's entries after its diagonal)
-    std::int64_t node = nodes - 1, last = A.nrows - 1, upper = 0;
-    const double *inverse = inverses + total;
-    for_each_row<true>(A, p, rows, [&](std::int64_t i, const auto &r) {
-      const int s             = sizes[node];
-      const std::int64_t row0 = last - s + 1, j = i - row0;
-      if (i == last) {
-        upper = r.n - diagonal_at[i] - 1;
-        inverse -= s * s;
-      }
-      S[j] = minus_pairs(r, r.n - upper, r.n, x, b[i]);
-      if (j == 0) {
-        apply_node_inverse(S, inverse, s, x + row0, false);
-        last = row0 - 1;
-        --node;
-      }
-    });
-  }
+  inode_backward_pass(A, p, rows, sizes, nodes, inverses, b, false, x); // x = (U + D)^-1 b
   // t = b - D x, D the block diagonal: each row's products summed before the subtraction
   inode_block_product(sizes, nodes, blocks, x, t);
   for (std::int64_t i = 0; i < A.nrows; ++i)

@@ -92,6 +92,21 @@ bool inode_sweeps_replayed(MatSORType flag)
   return flag == SOR_EISENSTAT || ((flag & sweeps) && !(flag & ~(sweeps | SOR_ZERO_INITIAL_GUESS)));
 }
 
+// Whether the inodes of the last build are 1-5 rows each (AIJ's inode routines stop on larger nodes) and cover the
+// rows; *room: the values of their diagonal blocks.
+bool inode_sizes_fit(Mat A, PetscInt *room)
+{
+  PetscInt rows = 0;
+  bool fit      = true;
+  *room         = 0;
+  for (PetscInt size : data_of(A)->inode_sizes) {
+    fit = fit && size >= 1 && size <= 5;
+    rows += size;
+    *room += size * size;
+  }
+  return fit && rows == A->rmap->n;
+}
+
 // AIJ's inode diagonal blocks before their inversion (its bdiag), which its Eisenstat (t = b - D x) and
 // MatMultDiagonalBlock read; *usable is false where the inodes of the last build are not the rows' patterns.
 PetscErrorCode copy_inode_blocks(Mat A, SorState &s, bool *usable)
@@ -101,14 +116,8 @@ PetscErrorCode copy_inode_blocks(Mat A, SorState &s, bool *usable)
   PetscFunctionBegin;
   if (!s.inode_blocks_valid) {
     s.inode_blocks_usable = false;
-    PetscInt rows = 0, room = 0;
-    bool sizes_ok = true;
-    for (PetscInt size : d->inode_sizes) {
-      sizes_ok = sizes_ok && size >= 1 && size <= 5;
-      rows += size;
-      room += size * size;
-    }
-    if (sizes_ok && rows == A->rmap->n && s.sweepable)
+    PetscInt room;
+    if (inode_sizes_fit(A, &room) && s.sweepable)
       PetscCall(guarded([&] {
         s.inode_block_sizes.assign(d->inode_sizes.begin(), d->inode_sizes.end());
         s.inode_blocks.resize(static_cast<std::size_t>(room));
@@ -134,14 +143,8 @@ PetscErrorCode invert_inode_blocks(Mat A, SorState &s, PetscBool *usable)
   // (known for this state of the values once inode_valid is set)
   s.inode_usable = false;
   *usable        = PETSC_FALSE;
-  PetscInt rows = 0, room = 0;
-  bool sizes_ok = true;
-  for (PetscInt size : d->inode_sizes) {
-    if (size < 1 || size > 5) sizes_ok = false; // (AIJ's inode routines stop on larger nodes)
-    rows += size;
-    room += size * size;
-  }
-  s.inode_valid = !sizes_ok || rows != A->rmap->n;
+  PetscInt room;
+  s.inode_valid = !inode_sizes_fit(A, &room);
   if (s.inode_valid) PetscFunctionReturn(0);
   bool inodes = false;
   PetscCall(guarded([&] {
