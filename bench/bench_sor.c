@@ -8,6 +8,8 @@ static char help[] =
     "                 sweep the stored rows point by point\n"
     "  -zero_guess <bool> sweep from a zero initial guess, as PCSOR applies SOR (default false: from x0)\n"
     "  -eisenstat <bool>  SOR_EISENSTAT instead of the sweeps, as PCEisenstat applies it (default false)\n"
+    "  -f <file>      a matrix from a PETSc binary file (for example a Jacobian written by -ksp_view_mat binary:file)\n"
+    "  -f_matrix <int> which matrix of the file, counted from 1 (default 1)\n"
     "  -modes <list>  ellmp storage modes (default lossless,fp32,fp16)\n"
     "  -omega <real>  relaxation factor (default 1)\n"
     "  -reps <int>    sweeps timed per matrix (default 5)\n\n";
@@ -42,11 +44,32 @@ static PetscErrorCode BytesPerNonzero(Mat A, double *bytes)
   PetscFunctionReturn(0);
 }
 
-/* problem: 0 7-point, 1 27-point, 2 FEM */
+static char g_file[PETSC_MAX_PATH_LEN];
+static PetscInt g_file_matrix = 1;
+
+/* Matrix g_file_matrix of g_file, as type. */
+static PetscErrorCode Load(MatType type, Mat *A)
+{
+  PetscViewer viewer;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscViewerBinaryOpen(PETSC_COMM_WORLD, g_file, FILE_MODE_READ, &viewer));
+  for (PetscInt k = 1; k <= g_file_matrix; k++) {
+    if (k > 1) PetscCall(MatDestroy(A));
+    PetscCall(MatCreate(PETSC_COMM_WORLD, A));
+    PetscCall(MatSetType(*A, type));
+    PetscCall(MatLoad(*A, viewer));
+  }
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscFunctionReturn(0);
+}
+
+/* problem: 0 7-point, 1 27-point, 2 FEM, 3 the file's matrix */
 static PetscErrorCode Build(int problem, MatType type, PetscInt n, Mat *A)
 {
   PetscFunctionBeginUser;
-  if (problem == 2) PetscCall(BuildFEM(PETSC_COMM_WORLD, type, n, 1, A));
+  if (problem == 3) PetscCall(Load(type, A));
+  else if (problem == 2) PetscCall(BuildFEM(PETSC_COMM_WORLD, type, n, 1, A));
   else PetscCall(BuildStencil(PETSC_COMM_WORLD, type, n, problem == 1 ? PETSC_TRUE : PETSC_FALSE, PETSC_FALSE, 27.0, 1, A));
   PetscFunctionReturn(0);
 }
@@ -56,7 +79,7 @@ static PetscErrorCode BenchMatrix(const char *name, PetscInt n, int problem, cha
 {
   Mat A;
   Vec b, x0, x1, x2;
-  double ta[64], te[64], nnz, aij_bytes, first_aij;
+  double ta[1024], te[1024], nnz, aij_bytes, first_aij;
   MatInfo info;
 
   PetscFunctionBeginUser;
@@ -68,8 +91,12 @@ static PetscErrorCode BenchMatrix(const char *name, PetscInt n, int problem, cha
     PetscCall(MatGetLocalSize(A, &rows, NULL));
     aij_bytes = 12.0 + 4.0 * (rows + 1) / nnz;
   }
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n## %s %" PetscInt_FMT "^3: %.0f nonzeros, %.2f GB of AIJ (values and columns)\n",
-                        name, n, nnz, 12.0 * nnz / 1e9));
+  if (problem == 3)
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n## %s (matrix %" PetscInt_FMT "): %.0f nonzeros, %.3f GB of AIJ (values and columns)\n",
+                          name, g_file_matrix, nnz, 12.0 * nnz / 1e9));
+  else
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n## %s %" PetscInt_FMT "^3: %.0f nonzeros, %.2f GB of AIJ (values and columns)\n",
+                          name, n, nnz, 12.0 * nnz / 1e9));
   PetscCall(MatCreateVecs(A, &x0, &b));
   PetscCall(VecDuplicate(x0, &x1));
   PetscCall(VecDuplicate(x0, &x2));
@@ -124,6 +151,10 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n27", &n27, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-fem", &fem, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reps", &reps, NULL));
+  PetscBool has_file = PETSC_FALSE;
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-f", g_file, sizeof(g_file), &has_file));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-f_matrix", &g_file_matrix, NULL));
+  PetscCheck(g_file_matrix >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-f_matrix counts from 1");
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-omega", &omega, NULL));
   {
     PetscBool zero_guess = PETSC_FALSE;
@@ -133,7 +164,7 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsGetBool(NULL, NULL, "-eisenstat", &eisenstat, NULL));
     if (eisenstat) g_flag = SOR_EISENSTAT;
   }
-  PetscCheck(reps >= 1 && reps <= 64, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps must be 1..64");
+  PetscCheck(reps >= 1 && reps <= 1024, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-reps must be 1..1024");
   PetscCall(PetscStrncpy(modes[0], "lossless", 32));
   PetscCall(PetscStrncpy(modes[1], "fp32", 32));
   PetscCall(PetscStrncpy(modes[2], "fp16", 32));
@@ -155,6 +186,7 @@ int main(int argc, char **argv)
   if (n7 > 0) PetscCall(BenchMatrix("7-point Laplacian", n7, 0, modes, nmodes, omega, reps));
   if (n27 > 0) PetscCall(BenchMatrix("27-point random", n27, 1, modes, nmodes, omega, reps));
   if (fem > 0) PetscCall(BenchMatrix("FEM bs 3, nodes", fem, 2, modes, nmodes, omega, reps));
+  if (has_file) PetscCall(BenchMatrix(g_file, 0, 3, modes, nmodes, omega, reps));
   PetscCall(PetscFinalize());
   return 0;
 }

@@ -4,6 +4,7 @@
 // the updates of x are AIJ's expressions, term for term.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../row_dot.hpp"
@@ -38,6 +39,40 @@ StoredRow<Vals, Col, Stride, ColStride> stored_row(Vals vals, const Col *cols, s
   return {vals, cols, shift, first, stride, n};
 }
 
+// The s rows of one node of a node layout block (they share its columns): the
+// value of row r at entry e is vals[first + e * s + r], the column of entry e
+// shift + cols[e]. row(r) is row r alone, as the row walk hands it over.
+template <typename Vals, typename Col> struct NodeRows {
+  Vals vals;
+  const Col *cols;
+  std::int64_t shift, first, rows, n;
+  double value(std::int64_t e, std::int64_t r) const { return vals[static_cast<std::size_t>(first + e * rows + r)]; }
+  std::int64_t index(std::int64_t e) const { return static_cast<std::int64_t>(cols[e]); }
+  StoredRow<Vals, Col, 0, 1> row(std::int64_t r) const { return {vals, cols, shift, first + r, rows, n}; }
+};
+
+// A row callback with a node callback beside it: a walk that meets a whole
+// node of a node layout hands it over at once (node(first row, NodeRows)), so
+// that a kernel reading all its rows together loads each column's x once, as
+// AIJ's inode routines do; other rows go to row(i, StoredRow) one by one.
+template <typename RowFn, typename NodeFn> struct RowsAndNodes {
+  RowFn row;
+  NodeFn node;
+};
+template <typename Fn> struct takes_nodes : std::false_type {};
+template <typename RowFn, typename NodeFn> struct takes_nodes<RowsAndNodes<RowFn, NodeFn>> : std::true_type {};
+template <typename RowFn, typename NodeFn> RowsAndNodes<RowFn, NodeFn> rows_and_nodes(RowFn row, NodeFn node)
+{
+  return {row, node};
+}
+template <typename Fn, typename Row> void call_row(Fn &fn, std::int64_t i, const Row &r)
+{
+  if constexpr (takes_nodes<std::decay_t<Fn>>::value)
+    fn.row(i, r);
+  else
+    fn(i, r);
+}
+
 // One row of a slice, its values decoded to fp64: value e at v[e * kSliceRows]
 // (v starts at the row's lane), index e at c[e * ColStride] (kSliceRows for a
 // slice's own or narrow columns, 1 for a shifted slice's shared ones), column
@@ -60,6 +95,7 @@ template <typename Col, std::int64_t ColStride> struct SliceRow {
 // without this, 0.72x with prefetcht0, which fills the L1's miss buffers with
 // a slice's 27 lines at once, 1.09x with prefetcht1 four slices ahead).
 inline constexpr std::int64_t kPrefetchSlices = 4;
+inline constexpr std::int64_t kPrefetchNodes  = 8;
 // (an asm statement: GCC drops a loop of __builtin_prefetch calls it inlines as a loop without effects)
 inline void prefetch_to_l2(const char *p)
 {
@@ -68,6 +104,18 @@ inline void prefetch_to_l2(const char *p)
 #else
   __builtin_prefetch(p, 0, 2);
 #endif
+}
+// Node n's values and columns into L2 (as prefetch_slice).
+inline void prefetch_node(const RowBlock &block, std::int64_t n)
+{
+  if (n < 0 || n >= static_cast<std::int64_t>(block.nodes.size()) || block.segments > 1) return;
+  const NodeInfo &nd       = block.nodes[static_cast<std::size_t>(n)];
+  const std::size_t word   = format_bytes(block.format);
+  const std::size_t bytes  = static_cast<std::size_t>(nd.length) * nd.rows * word;
+  const char *values       = block.values.as<char>() + static_cast<std::size_t>(nd.values) * word;
+  for (std::size_t o = 0; o < bytes; o += 64)
+    prefetch_to_l2(values + o);
+  prefetch_to_l2(block.node_cols.as<char>() + nd.indices);
 }
 inline void prefetch_slice(const RowBlock &block, std::int64_t q)
 {
@@ -88,13 +136,36 @@ inline void prefetch_slice(const RowBlock &block, std::int64_t q)
 // Calls fn(row, StoredRow) for the rows of one run of block rows [k0, k0 +
 // count) (rows first_row + j), ascending or descending: the node or slice a
 // row lies in is followed as the walk goes (no search, one kind test per
-// slice).
+// slice). With a RowsAndNodes fn, a node of a node layout that lies whole in
+// the run goes to fn.node at once.
+// Where the walk of one sweep left a block, kept across its runs: the last
+// slice in fp64 (decoded into values where it is not stored in fp64) and the
+// last node. Where rows of other formats lie between a block's rows (the rows
+// of a node in two formats, say), the walk meets the block in many short runs:
+// decoding the slice again and searching the node for each made a
+// cache-resident inode sweep 0.3x AIJ's speed.
+struct BlockCursor {
+  std::vector<double> values;
+  const double *at  = nullptr;
+  std::int64_t q    = -1;
+  std::int64_t node = -1;
+};
+
 template <bool Descending, typename Index, typename Vals, typename Fn>
-void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, const SorRows::Run &run, Fn &&fn)
+void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, const SorRows::Run &run,
+              BlockCursor &cursor, Fn &&fn)
 {
   auto at = [&](std::int64_t j0) { return Descending ? run.count - 1 - j0 : j0; };
   if (block.node_layout()) {
-    std::int64_t node = block.node_of(run.first_k + at(0));
+    std::int64_t node = cursor.node;
+    if (node < 0) node = block.node_of(run.first_k + at(0)); // the block's first run; after it, the walks below
+    else if (Descending)                                      // (and in the loop) find the next node
+      while (block.nodes[static_cast<std::size_t>(node)].first + block.nodes[static_cast<std::size_t>(node)].rows <=
+             run.first_k + at(0))
+        ++node;
+    else
+      while (block.nodes[static_cast<std::size_t>(node)].first > run.first_k)
+        --node;
     for (std::int64_t j0 = 0; j0 < run.count; ++j0) {
       const std::int64_t j = at(j0), k = run.first_k + j;
       if (Descending) {
@@ -105,23 +176,39 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
                block.nodes[static_cast<std::size_t>(node)].first + block.nodes[static_cast<std::size_t>(node)].rows)
           ++node;
       }
-      const NodeInfo &nd       = block.nodes[static_cast<std::size_t>(node)];
-      const unsigned char *ix  = block.node_cols.as<unsigned char>() + nd.indices;
+      const NodeInfo &nd      = block.nodes[static_cast<std::size_t>(node)];
+      const unsigned char *ix = block.node_cols.as<unsigned char>() + nd.indices;
+      if constexpr (takes_nodes<std::decay_t<Fn>>::value) { // the whole node at its first row met
+        const bool inside = nd.first >= run.first_k && nd.first + nd.rows <= run.first_k + run.count;
+        if (inside && k == (Descending ? nd.first + nd.rows - 1 : nd.first)) {
+          prefetch_node(block, Descending ? node - kPrefetchNodes : node + kPrefetchNodes);
+          const std::int64_t row0 = run.first_row + (nd.first - run.first_k);
+          if (nd.wide)
+            fn.node(row0, NodeRows<Vals, std::int32_t>{vals, reinterpret_cast<const std::int32_t *>(ix), 0, nd.values,
+                                                       nd.rows, nd.length});
+          else
+            fn.node(row0, NodeRows<Vals, std::uint16_t>{vals, reinterpret_cast<const std::uint16_t *>(ix),
+                                                        nd.col_base, nd.values, nd.rows, nd.length});
+          j0 += nd.rows - 1;
+          continue;
+        }
+      }
       const std::int64_t first = nd.values + (k - nd.first);
       if (nd.wide)
-        fn(run.first_row + j,
-           stored_row<0, 1>(vals, reinterpret_cast<const std::int32_t *>(ix), 0, first, nd.rows, nd.length));
+        call_row(fn, run.first_row + j,
+                 stored_row<0, 1>(vals, reinterpret_cast<const std::int32_t *>(ix), 0, first, nd.rows, nd.length));
       else
-        fn(run.first_row + j,
-           stored_row<0, 1>(vals, reinterpret_cast<const std::uint16_t *>(ix), nd.col_base, first, nd.rows, nd.length));
+        call_row(fn, run.first_row + j,
+                 stored_row<0, 1>(vals, reinterpret_cast<const std::uint16_t *>(ix), nd.col_base, first, nd.rows,
+                                  nd.length));
     }
+    cursor.node = node;
     return;
   }
   if (block.sliced()) {
     // slice by slice: the slice's kind, columns and fp64 values found once, then its rows in walk order, each
     // row as pointers to its first value and index (a cache-resident 7-point sweep ran at 0.72-0.92x AIJ's
     // speed when every row found its slice, lane and kind anew)
-    std::vector<double> scratch;
     const std::int64_t k_first = run.first_k, k_end = run.first_k + run.count;
     const std::int64_t q_first = k_first / kSliceRows, q_last = (k_end - 1) / kSliceRows;
     const std::int32_t *lengths = block.row_lengths.data();
@@ -130,20 +217,24 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
       const std::int64_t k0 = std::max(slice_k, k_first), k1 = std::min(slice_k + kSliceRows, k_end);
       const std::int64_t width = block.slice_width(q), from = block.slice_offsets[static_cast<std::size_t>(q)];
       const std::int32_t *slice_cols = block.cols.data() + block.slice_col_offsets[static_cast<std::size_t>(q)];
-      prefetch_slice(block, Descending ? q - kPrefetchSlices : q + kPrefetchSlices);
       // the slice's values in fp64, decoded together (SIMD, in their stored order) where they are not fp64: a
       // row then reads doubles, not one scalar conversion per entry (fp16 27-point: 0.94x AIJ's speed with those)
-      const std::size_t stored = static_cast<std::size_t>(width * kSliceRows);
-      if (scratch.size() < stored) scratch.resize(stored);
-      const double *sv             = vals.read_n(static_cast<std::size_t>(from), stored, scratch.data());
+      if (cursor.q != q) {
+        prefetch_slice(block, Descending ? q - kPrefetchSlices : q + kPrefetchSlices);
+        const std::size_t stored = static_cast<std::size_t>(width * kSliceRows);
+        if (cursor.values.size() < stored) cursor.values.resize(stored);
+        cursor.at = vals.read_n(static_cast<std::size_t>(from), stored, cursor.values.data());
+        cursor.q  = q;
+      }
+      const double *sv             = cursor.at;
       const std::int64_t row_shift = run.first_row - run.first_k; // row = k + row_shift
       auto rows_of_slice           = [&](auto make_row) {
         if (Descending) {
           for (std::int64_t k = k1 - 1; k >= k0; --k)
-            fn(k + row_shift, make_row(k - slice_k, lengths[k]));
+            call_row(fn, k + row_shift, make_row(k - slice_k, lengths[k]));
         } else {
           for (std::int64_t k = k0; k < k1; ++k)
-            fn(k + row_shift, make_row(k - slice_k, lengths[k]));
+            call_row(fn, k + row_shift, make_row(k - slice_k, lengths[k]));
         }
       };
       if (block.shifted_slice(q))
@@ -166,8 +257,8 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
   for (std::int64_t j0 = 0; j0 < run.count; ++j0) {
     const std::int64_t j = at(j0), k = run.first_k + j, row = block.row(k);
     const std::int64_t start = p.rowptr[row];
-    fn(run.first_row + j,
-       stored_row<1, 1>(vals, p.cols + start, 0, block.value_index(k, 0, start), 1, p.rowptr[row + 1] - start));
+    call_row(fn, run.first_row + j,
+             stored_row<1, 1>(vals, p.cols + start, 0, block.value_index(k, 0, start), 1, p.rowptr[row + 1] - start));
   }
 }
 
@@ -177,13 +268,14 @@ template <bool Descending, typename Index, typename Fn>
 void for_each_row(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, Fn &&fn)
 {
   const std::size_t nruns = rows.runs.size();
+  std::vector<BlockCursor> cursors(A.blocks.size());
   for (std::size_t r0 = 0; r0 < nruns; ++r0) {
     const SorRows::Run &run = rows.runs[Descending ? nruns - 1 - r0 : r0];
     const RowBlock &block   = A.blocks[static_cast<std::size_t>(run.block)];
     dispatch_block_values(block, 0, [&](auto tag) {
       using S         = typename decltype(tag)::type;
       const auto vals = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
-      walk_run<Descending>(block, p, vals, run, fn);
+      walk_run<Descending>(block, p, vals, run, cursors[static_cast<std::size_t>(run.block)], fn);
     });
   }
 }
@@ -224,9 +316,55 @@ __attribute__((always_inline)) inline double minus_pairs(const Row &r, std::int6
   return sum;
 }
 
-// x[r] = sum_c S[c] inverse[c s + r] (c ascending) for the s rows of a node, or x[r] += that sum (add).
-void apply_node_inverse(const double *S, const double *inverse, int s, double *x, bool add)
+// minus_pairs for each row r < Rows of a whole node at once: S[r] - (a_re v_e
+// + a_re+1 v_e+1) over the pairs of entries [from, to), then the last entry
+// alone, each column's v read once for all the rows (AIJ's inode routines do
+// the same; every row's sum keeps its own order, so its bits are those of
+// minus_pairs on that row alone).
+// (Not inlined: inside a row walk's large body GCC 12 ran out of registers and
+// moved each column index through a vector register, 0.6x AIJ's speed.)
+template <int Rows, typename Node>
+__attribute__((noinline)) void node_minus_pairs(const Node &nd, std::int64_t from, std::int64_t to,
+                                                            const double *v, double *S)
 {
+  const double *vs = v + nd.shift;
+  double sum[Rows];
+  for (int r = 0; r < Rows; ++r)
+    sum[r] = S[r];
+  auto value = [&](std::int64_t e, int r) { return nd.vals[static_cast<std::size_t>(nd.first + e * Rows + r)]; };
+  std::int64_t e = from;
+  for (; e + 1 < to; e += 2) {
+    const double x0 = vs[nd.index(e)], x1 = vs[nd.index(e + 1)];
+    for (int r = 0; r < Rows; ++r)
+      sum[r] -= value(e, r) * x0 + value(e + 1, r) * x1;
+  }
+  if (e < to) {
+    const double x0 = vs[nd.index(e)];
+    for (int r = 0; r < Rows; ++r)
+      sum[r] -= value(e, r) * x0;
+  }
+  for (int r = 0; r < Rows; ++r)
+    S[r] = sum[r];
+}
+
+// fn(std::integral_constant<int, s>) for a node size s of 1-5 (AIJ's inodes).
+template <typename Fn> void with_node_size(int s, Fn &&fn)
+{
+  switch (s) {
+  case 1: fn(std::integral_constant<int, 1>{}); break;
+  case 2: fn(std::integral_constant<int, 2>{}); break;
+  case 3: fn(std::integral_constant<int, 3>{}); break;
+  case 4: fn(std::integral_constant<int, 4>{}); break;
+  default: fn(std::integral_constant<int, 5>{}); break;
+  }
+}
+
+// x[r] = sum_c S[c] inverse[c s + r] (c ascending) for the s rows of a node, or x[r] += that sum (add).
+template <int Size = 0>
+__attribute__((always_inline)) inline void apply_node_inverse(const double *S, const double *inverse, int size,
+                                                              double *x, bool add)
+{
+  const int s = Size ? Size : size;
   for (int r = 0; r < s; ++r) {
     double v = S[0] * inverse[r];
     for (int c = 1; c < s; ++c)
@@ -435,22 +573,50 @@ void inode_backward_pass(const CompactCsr &A, CsrPattern<Index> p, const SorRows
   std::int64_t total = 0;
   for (std::int64_t n = 0; n < nodes; ++n)
     total += sizes[n] * sizes[n];
-  std::int64_t node = nodes - 1, last = A.nrows - 1, upper = 0;
+  std::int64_t node = nodes - 1, last = A.nrows - 1;
   const double *inverse = inverses + total;
-  for_each_row<true>(A, p, rows, [&](std::int64_t i, const auto &r) {
+  // the columns after the inode: those after the last row's diagonal (the same columns in each of its rows)
+  auto upper_from = [&]() { return whole ? 0 : diagonal_at[last] + 1; };
+  auto row        = [&](std::int64_t i, const auto &r) {
     const int s             = sizes[node];
     const std::int64_t row0 = last - s + 1, j = i - row0;
-    if (i == last) {
-      upper = r.n - diagonal_at[i] - 1;
-      inverse -= s * s;
-    }
-    S[j] = minus_pairs(r, whole ? 0 : r.n - upper, r.n, x, xb[i]);
+    if (i == last) inverse -= s * s;
+    S[j] = minus_pairs(r, upper_from(), r.n, x, xb[i]);
     if (j == 0) {
       apply_node_inverse(S, inverse, s, x + row0, whole);
       last = row0 - 1;
       --node;
     }
-  });
+  };
+  // a stored node: its rows' sums together; the inode's x at once where it is the whole inode
+  auto whole_node = [&](std::int64_t first, const auto &nd) {
+    const int s             = sizes[node];
+    const std::int64_t row0 = last - s + 1, end = first + nd.rows;
+    if (first < row0 || end - 1 > last) { // across two inodes: row by row
+      for (std::int64_t r = nd.rows - 1; r >= 0; --r)
+        row(first + r, nd.row(r));
+      return;
+    }
+    if (end - 1 == last) inverse -= s * s;
+    with_node_size(static_cast<int>(nd.rows), [&](auto size) { // (nd.rows <= s <= 5)
+      constexpr int R = decltype(size)::value;
+      double sums[R]; // (not S: a local array stays in registers, x cannot alias it)
+      for (int r = 0; r < R; ++r)
+        sums[r] = xb[first + r];
+      node_minus_pairs<R>(nd, upper_from(), nd.n, x, sums);
+      if (R == s)
+        apply_node_inverse<R>(sums, inverse, R, x + row0, whole);
+      else
+        for (int r = 0; r < R; ++r)
+          S[first - row0 + r] = sums[r];
+    });
+    if (first == row0) {
+      if (nd.rows != s) apply_node_inverse(S, inverse, s, x + row0, whole);
+      last = row0 - 1;
+      --node;
+    }
+  };
+  for_each_row<true>(A, p, rows, rows_and_nodes(row, whole_node));
 }
 } // namespace
 
@@ -465,7 +631,7 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
   auto forward_pass = [&](bool with_upper) {
     std::int64_t node = 0, row0 = 0;
     const double *inverse = inverses;
-    for_each_row<false>(A, p, rows, [&](std::int64_t i, const auto &r) {
+    auto row              = [&](std::int64_t i, const auto &r) {
       const int s          = sizes[node];
       const std::int64_t j = i - row0, lower = diagonal_at[row0];
       double sum = t[i] = minus_pairs(r, 0, lower, x, b[i]);
@@ -477,7 +643,39 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
         row0 += s;
         ++node;
       }
-    });
+    };
+    // a stored node: its rows' sums together; the inode's x at once where it is the whole inode
+    auto whole_node = [&](std::int64_t first, const auto &nd) {
+      const int s = sizes[node];
+      if (first < row0 || first + nd.rows > row0 + s) { // across two inodes: row by row
+        for (std::int64_t r = 0; r < nd.rows; ++r)
+          row(first + r, nd.row(r));
+        return;
+      }
+      const std::int64_t lower = diagonal_at[row0];
+      with_node_size(static_cast<int>(nd.rows), [&](auto size) { // (nd.rows <= s <= 5)
+        constexpr int R = decltype(size)::value;
+        double sums[R]; // (not S: a local array stays in registers, x cannot alias it)
+        for (int r = 0; r < R; ++r)
+          sums[r] = b[first + r];
+        node_minus_pairs<R>(nd, 0, lower, x, sums);
+        for (int r = 0; r < R; ++r)
+          t[first + r] = sums[r];
+        if (with_upper) node_minus_pairs<R>(nd, lower + s, nd.n, x, sums);
+        if (R == s)
+          apply_node_inverse<R>(sums, inverse, R, x + row0, false);
+        else
+          for (int r = 0; r < R; ++r)
+            S[first - row0 + r] = sums[r];
+      });
+      if (first + nd.rows == row0 + s) {
+        if (nd.rows != s) apply_node_inverse(S, inverse, s, x + row0, false);
+        inverse += s * s;
+        row0 += s;
+        ++node;
+      }
+    };
+    for_each_row<false>(A, p, rows, rows_and_nodes(row, whole_node));
   };
   auto backward_pass = [&](const double *xb, bool whole) {
     inode_backward_pass(A, p, rows, sizes, nodes, inverses, xb, whole, x);
@@ -524,21 +722,49 @@ void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows
   { // t = (L + D)^-1 t: t minus the columns before the node, read from t; x += t
     std::int64_t node = 0, row0 = 0;
     const double *inverse = inverses;
-    for_each_row<false>(A, p, rows, [&](std::int64_t i, const auto &r) {
+    auto node_done        = [&](int s) {
+      for (int k = 0; k < s; ++k) {
+        t[row0 + k] = y[k];
+        x[row0 + k] += y[k];
+      }
+      inverse += s * s;
+      row0 += s;
+      ++node;
+    };
+    auto row = [&](std::int64_t i, const auto &r) {
       const int s          = sizes[node];
       const std::int64_t j = i - row0;
       S[j]                 = minus_pairs(r, 0, diagonal_at[row0], t, t[i]);
       if (j == s - 1) {
         apply_node_inverse(S, inverse, s, y, false);
-        for (int k = 0; k < s; ++k) {
-          t[row0 + k] = y[k];
-          x[row0 + k] += y[k];
-        }
-        inverse += s * s;
-        row0 += s;
-        ++node;
+        node_done(s);
       }
-    });
+    };
+    auto whole_node = [&](std::int64_t first, const auto &nd) { // as in sor_inode's forward sweep
+      const int s = sizes[node];
+      if (first < row0 || first + nd.rows > row0 + s) {
+        for (std::int64_t r = 0; r < nd.rows; ++r)
+          row(first + r, nd.row(r));
+        return;
+      }
+      with_node_size(static_cast<int>(nd.rows), [&](auto size) {
+        constexpr int R = decltype(size)::value;
+        double sums[R];
+        for (int r = 0; r < R; ++r)
+          sums[r] = t[first + r];
+        node_minus_pairs<R>(nd, 0, diagonal_at[row0], t, sums);
+        if (R == s)
+          apply_node_inverse<R>(sums, inverse, R, y, false);
+        else
+          for (int r = 0; r < R; ++r)
+            S[first - row0 + r] = sums[r];
+      });
+      if (first + nd.rows == row0 + s) {
+        if (nd.rows != s) apply_node_inverse(S, inverse, s, y, false);
+        node_done(s);
+      }
+    };
+    for_each_row<false>(A, p, rows, rows_and_nodes(row, whole_node));
   }
 }
 
