@@ -195,12 +195,17 @@ inline constexpr int kSliceRows = 8;
 inline constexpr double kMaxSlicePadding = 1.25;
 
 // Node layout: at most this many rows per node (one AVX-512 register of fp64
-// sums), and the mean node size from which `automatic` prefers nodes.
+// sums), and the mean node size from which `automatic` prefers nodes. (1.5, not
+// 2: where a node's rows take two formats, each format's block holds pieces of
+// nodes, 2 rows on average in snes ex19's Jacobian in fp16 mode; at 2 one of
+// them fell just short and was sliced: 5.28 bytes a nonzero against 5.14 as
+// nodes, the same product time, and inode SOR 0.6-0.7x AIJ's speed against
+// 0.9-0.96x. Rows without nodes, 1 a node, stay sliced.)
 inline constexpr int kMaxNodeRows = 8;
 // The values of a node block are followed by this many zero values, so that a
 // kernel may read 8 values from any entry with one plain load.
 inline constexpr int kNodeValuePadding = 8;
-inline constexpr double kMinNodeRows   = 2.0;
+inline constexpr double kMinNodeRows   = 1.5;
 
 // One node: `rows` consecutive matrix rows (block rows first .. first+rows-1)
 // with the same `length` columns. Entry e of its row r is the value at
