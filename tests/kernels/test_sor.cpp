@@ -330,7 +330,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, Sor, ::testing::ValuesIn(cases()),
 
 // Inodes of 1-5 rows, mixed: node k's rows share one pattern (dense blocks coupling it to nodes k-1, k and k+1),
 // so AIJ's inode criterion finds exactly these nodes.
-Matrix<std::int32_t> mixed_node_chain(const std::vector<int> &sizes, unsigned seed)
+Matrix<std::int32_t> mixed_node_chain(const std::vector<int> &sizes, unsigned seed, std::size_t reach = 1)
 {
   std::mt19937_64 rng(seed);
   std::vector<std::int32_t> first(sizes.size() + 1, 0);
@@ -341,7 +341,7 @@ Matrix<std::int32_t> mixed_node_chain(const std::vector<int> &sizes, unsigned se
   for (std::size_t k = 0; k < sizes.size(); ++k)
     for (std::int32_t i = first[k]; i < first[k + 1]; ++i) {
       const int cls = static_cast<int>(rng() % kClasses);
-      for (std::size_t nb = k == 0 ? 0 : k - 1; nb <= k + 1 && nb < sizes.size(); ++nb)
+      for (std::size_t nb = k < reach ? 0 : k - reach; nb <= k + reach && nb < sizes.size(); ++nb)
         for (std::int32_t j = first[nb]; j < first[nb + 1]; ++j) {
           a.cols.push_back(j);
           a.vals.push_back(class_value(cls, rng) + (j == i ? 10.0 : 0.0));
@@ -497,14 +497,24 @@ void aij_inode_eisenstat(const AijRows &a, const std::vector<int> &sizes, const 
 // The inode sweeps over every layout and mode bitwise MatSOR_SeqAIJ_Inode's over the stored values, and the
 // diagonal blocks as AIJ copies them (bdiag[k s + j] = a[diag[row0 + j] - j + k]).
 class SorInodes : public ::testing::TestWithParam<Case> {};
+// The sweeps and Eisenstat on a's inodes (sizes) against AIJ's, bitwise.
+void sweeps_of(const Case &c, const std::vector<int> &sizes, const Matrix<std::int32_t> &a);
 
 TEST_P(SorInodes, BitwiseAijInodeSweeps)
 {
-  const Case c = GetParam();
   std::vector<int> sizes;
   for (int k = 0; k < 240; ++k)
     sizes.push_back(1 + (k * 7 + k / 5) % 5); // every size next to every other
-  const auto a        = mixed_node_chain(sizes, 11u);
+  // each node coupled to the next node on either side, and (reach 12) to 12: ranges of 36-60 entries, longer
+  // than the node kernel's decode chunks (32 entries)
+  for (std::size_t reach : {1, 12}) {
+    SCOPED_TRACE("reach " + std::to_string(reach));
+    sweeps_of(GetParam(), sizes, mixed_node_chain(sizes, 11u, reach));
+  }
+}
+
+void sweeps_of(const Case &c, const std::vector<int> &sizes, const Matrix<std::int32_t> &a)
+{
   const StoredCase sc = stored_case(c, a);
   ASSERT_TRUE(sc.sweepable);
   const CompactCsr &copy = sc.copy;

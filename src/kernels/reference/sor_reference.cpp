@@ -324,24 +324,52 @@ __attribute__((always_inline)) inline double minus_pairs(const Row &r, std::int6
 // (Not inlined: inside a row walk's large body GCC 12 ran out of registers and
 // moved each column index through a vector register, 0.6x AIJ's speed.)
 template <int Rows, typename Node>
-__attribute__((noinline)) void node_minus_pairs(const Node &nd, std::int64_t from, std::int64_t to,
-                                                            const double *v, double *S)
+__attribute__((noinline)) void node_minus_pairs(const Node &nd, std::int64_t from, std::int64_t to, const double *v,
+                                                double *S)
 {
   const double *vs = v + nd.shift;
   double sum[Rows];
   for (int r = 0; r < Rows; ++r)
     sum[r] = S[r];
-  auto value = [&](std::int64_t e, int r) { return nd.vals[static_cast<std::size_t>(nd.first + e * Rows + r)]; };
-  std::int64_t e = from;
-  for (; e + 1 < to; e += 2) {
-    const double x0 = vs[nd.index(e)], x1 = vs[nd.index(e + 1)];
+  using Storage = typename decltype(nd.vals)::storage_type;
+  if constexpr (std::is_same_v<Storage, double> || std::is_same_v<Storage, float>) { // converted in the loop
+    auto w = [&](std::int64_t e, int r) { return nd.vals[static_cast<std::size_t>(nd.first + e * Rows + r)]; };
+    std::int64_t e = from;
+    for (; e + 1 < to; e += 2) {
+      const double x0 = vs[nd.index(e)], x1 = vs[nd.index(e + 1)];
+      for (int r = 0; r < Rows; ++r)
+        sum[r] -= w(e, r) * x0 + w(e + 1, r) * x1;
+    }
+    if (e < to) {
+      const double x0 = vs[nd.index(e)];
+      for (int r = 0; r < Rows; ++r)
+        sum[r] -= w(e, r) * x0;
+    }
     for (int r = 0; r < Rows; ++r)
-      sum[r] -= value(e, r) * x0 + value(e + 1, r) * x1;
+      S[r] = sum[r];
+    return;
   }
-  if (e < to) {
-    const double x0 = vs[nd.index(e)];
-    for (int r = 0; r < Rows; ++r)
-      sum[r] -= value(e, r) * x0;
+  // 16-bit formats and split segments: kChunk entries (of all the rows) at a time in fp64 by the accessor's bulk
+  // SIMD decode (one scalar conversion per value made fp16 nodes 0.6x AIJ's speed; fp32 is as fast converted in
+  // the loop). kChunk is even: a pair of entries never straddles two chunks. The sums as above.
+  constexpr std::int64_t kChunk = 32;
+  double buffer[kChunk * Rows + 8]; // (+8: the AVX-512 decode stores 8 values at a time)
+  for (std::int64_t c0 = from; c0 < to; c0 += kChunk) {
+    const std::int64_t c1 = std::min(to, c0 + kChunk);
+    const double *w       = nd.vals.read_n(static_cast<std::size_t>(nd.first + c0 * Rows),
+                                           static_cast<std::size_t>((c1 - c0) * Rows), buffer) -
+                      c0 * Rows; // w[e * Rows + r]: entry e of row r
+    std::int64_t e = c0;
+    for (; e + 1 < c1; e += 2) {
+      const double x0 = vs[nd.index(e)], x1 = vs[nd.index(e + 1)];
+      for (int r = 0; r < Rows; ++r)
+        sum[r] -= w[e * Rows + r] * x0 + w[(e + 1) * Rows + r] * x1;
+    }
+    if (e < c1) { // (the last entry: c1 is to)
+      const double x0 = vs[nd.index(e)];
+      for (int r = 0; r < Rows; ++r)
+        sum[r] -= w[e * Rows + r] * x0;
+    }
   }
   for (int r = 0; r < Rows; ++r)
     S[r] = sum[r];
