@@ -68,9 +68,13 @@ static PetscErrorCode Load(MatType type, Mat *A)
 static PetscErrorCode Build(int problem, MatType type, PetscInt n, Mat *A)
 {
   PetscFunctionBeginUser;
-  if (problem == 3) PetscCall(Load(type, A));
-  else if (problem == 2) PetscCall(BuildFEM(PETSC_COMM_WORLD, type, n, 1, A));
-  else PetscCall(BuildStencil(PETSC_COMM_WORLD, type, n, problem == 1 ? PETSC_TRUE : PETSC_FALSE, PETSC_FALSE, 27.0, 1, A));
+  if (problem == 3)
+    PetscCall(Load(type, A));
+  else if (problem == 2)
+    PetscCall(BuildFEM(PETSC_COMM_WORLD, type, n, 1, A));
+  else
+    PetscCall(
+        BuildStencil(PETSC_COMM_WORLD, type, n, problem == 1 ? PETSC_TRUE : PETSC_FALSE, PETSC_FALSE, 27.0, 1, A));
   PetscFunctionReturn(0);
 }
 
@@ -92,11 +96,13 @@ static PetscErrorCode BenchMatrix(const char *name, PetscInt n, int problem, cha
     aij_bytes = 12.0 + 4.0 * (rows + 1) / nnz;
   }
   if (problem == 3)
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n## %s (matrix %" PetscInt_FMT "): %.0f nonzeros, %.3f GB of AIJ (values and columns)\n",
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "\n## %s (matrix %" PetscInt_FMT "): %.0f nonzeros, %.3f GB of AIJ (values and columns)\n",
                           name, g_file_matrix, nnz, 12.0 * nnz / 1e9));
   else
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\n## %s %" PetscInt_FMT "^3: %.0f nonzeros, %.2f GB of AIJ (values and columns)\n",
-                          name, n, nnz, 12.0 * nnz / 1e9));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "\n## %s %" PetscInt_FMT "^3: %.0f nonzeros, %.2f GB of AIJ (values and columns)\n", name, n,
+                          nnz, 12.0 * nnz / 1e9));
   PetscCall(MatCreateVecs(A, &x0, &b));
   PetscCall(VecDuplicate(x0, &x1));
   PetscCall(VecDuplicate(x0, &x2));
@@ -176,7 +182,8 @@ int main(int argc, char **argv)
         PetscCall(PetscStrncpy(modes[m], list[m], 32));
         PetscCall(PetscFree(list[m]));
       }
-    } else nmodes = 3;
+    } else
+      nmodes = 3;
   }
   PetscCall(PetscMPInitializePackage());
   PetscCall(PrintCpu(PETSC_COMM_WORLD));

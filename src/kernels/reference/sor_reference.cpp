@@ -46,7 +46,6 @@ template <typename Vals, typename Col> struct NodeRows {
   Vals vals;
   const Col *cols;
   std::int64_t shift, first, rows, n;
-  double value(std::int64_t e, std::int64_t r) const { return vals[static_cast<std::size_t>(first + e * rows + r)]; }
   std::int64_t index(std::int64_t e) const { return static_cast<std::int64_t>(cols[e]); }
   StoredRow<Vals, Col, 0, 1> row(std::int64_t r) const { return {vals, cols, shift, first + r, rows, n}; }
 };
@@ -59,8 +58,10 @@ template <typename RowFn, typename NodeFn> struct RowsAndNodes {
   RowFn row;
   NodeFn node;
 };
-template <typename Fn> struct takes_nodes : std::false_type {};
-template <typename RowFn, typename NodeFn> struct takes_nodes<RowsAndNodes<RowFn, NodeFn>> : std::true_type {};
+template <typename Fn> struct takes_nodes : std::false_type {
+};
+template <typename RowFn, typename NodeFn> struct takes_nodes<RowsAndNodes<RowFn, NodeFn>> : std::true_type {
+};
 template <typename RowFn, typename NodeFn> RowsAndNodes<RowFn, NodeFn> rows_and_nodes(RowFn row, NodeFn node)
 {
   return {row, node};
@@ -109,10 +110,10 @@ inline void prefetch_to_l2(const char *p)
 inline void prefetch_node(const RowBlock &block, std::int64_t n)
 {
   if (n < 0 || n >= static_cast<std::int64_t>(block.nodes.size()) || block.segments > 1) return;
-  const NodeInfo &nd       = block.nodes[static_cast<std::size_t>(n)];
-  const std::size_t word   = format_bytes(block.format);
-  const std::size_t bytes  = static_cast<std::size_t>(nd.length) * nd.rows * word;
-  const char *values       = block.values.as<char>() + static_cast<std::size_t>(nd.values) * word;
+  const NodeInfo &nd      = block.nodes[static_cast<std::size_t>(n)];
+  const std::size_t word  = format_bytes(block.format);
+  const std::size_t bytes = static_cast<std::size_t>(nd.length) * nd.rows * word;
+  const char *values      = block.values.as<char>() + static_cast<std::size_t>(nd.values) * word;
   for (std::size_t o = 0; o < bytes; o += 64)
     prefetch_to_l2(values + o);
   prefetch_to_l2(block.node_cols.as<char>() + nd.indices);
@@ -133,11 +134,6 @@ inline void prefetch_slice(const RowBlock &block, std::int64_t q)
     prefetch_to_l2(cols + o);
 }
 
-// Calls fn(row, StoredRow) for the rows of one run of block rows [k0, k0 +
-// count) (rows first_row + j), ascending or descending: the node or slice a
-// row lies in is followed as the walk goes (no search, one kind test per
-// slice). With a RowsAndNodes fn, a node of a node layout that lies whole in
-// the run goes to fn.node at once.
 // Where the walk of one sweep left a block, kept across its runs: the last
 // slice in fp64 (decoded into values where it is not stored in fp64) and the
 // last node. Where rows of other formats lie between a block's rows (the rows
@@ -151,6 +147,11 @@ struct BlockCursor {
   std::int64_t node = -1;
 };
 
+// Calls fn(row, StoredRow) for the rows of one run of block rows [k0, k0 +
+// count) (rows first_row + j), ascending or descending: the node or slice a
+// row lies in is followed as the walk goes (no search, one kind test per
+// slice). With a RowsAndNodes fn, a node of a node layout that lies whole in
+// the run goes to fn.node at once. cursor: where the sweep left the block.
 template <bool Descending, typename Index, typename Vals, typename Fn>
 void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, const SorRows::Run &run,
               BlockCursor &cursor, Fn &&fn)
@@ -158,8 +159,9 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
   auto at = [&](std::int64_t j0) { return Descending ? run.count - 1 - j0 : j0; };
   if (block.node_layout()) {
     std::int64_t node = cursor.node;
-    if (node < 0) node = block.node_of(run.first_k + at(0)); // the block's first run; after it, the walks below
-    else if (Descending)                                      // (and in the loop) find the next node
+    if (node < 0)
+      node = block.node_of(run.first_k + at(0)); // the block's first run; after it, the walks below
+    else if (Descending)                         // (and in the loop) find the next node
       while (block.nodes[static_cast<std::size_t>(node)].first + block.nodes[static_cast<std::size_t>(node)].rows <=
              run.first_k + at(0))
         ++node;
@@ -187,8 +189,8 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
             fn.node(row0, NodeRows<Vals, std::int32_t>{vals, reinterpret_cast<const std::int32_t *>(ix), 0, nd.values,
                                                        nd.rows, nd.length});
           else
-            fn.node(row0, NodeRows<Vals, std::uint16_t>{vals, reinterpret_cast<const std::uint16_t *>(ix),
-                                                        nd.col_base, nd.values, nd.rows, nd.length});
+            fn.node(row0, NodeRows<Vals, std::uint16_t>{vals, reinterpret_cast<const std::uint16_t *>(ix), nd.col_base,
+                                                        nd.values, nd.rows, nd.length});
           j0 += nd.rows - 1;
           continue;
         }
@@ -333,7 +335,7 @@ __attribute__((noinline)) void node_minus_pairs(const Node &nd, std::int64_t fro
     sum[r] = S[r];
   using Storage = typename decltype(nd.vals)::storage_type;
   if constexpr (std::is_same_v<Storage, double> || std::is_same_v<Storage, float>) { // converted in the loop
-    auto w = [&](std::int64_t e, int r) { return nd.vals[static_cast<std::size_t>(nd.first + e * Rows + r)]; };
+    auto w         = [&](std::int64_t e, int r) { return nd.vals[static_cast<std::size_t>(nd.first + e * Rows + r)]; };
     std::int64_t e = from;
     for (; e + 1 < to; e += 2) {
       const double x0 = vs[nd.index(e)], x1 = vs[nd.index(e + 1)];
@@ -379,11 +381,21 @@ __attribute__((noinline)) void node_minus_pairs(const Node &nd, std::int64_t fro
 template <typename Fn> void with_node_size(int s, Fn &&fn)
 {
   switch (s) {
-  case 1: fn(std::integral_constant<int, 1>{}); break;
-  case 2: fn(std::integral_constant<int, 2>{}); break;
-  case 3: fn(std::integral_constant<int, 3>{}); break;
-  case 4: fn(std::integral_constant<int, 4>{}); break;
-  default: fn(std::integral_constant<int, 5>{}); break;
+  case 1:
+    fn(std::integral_constant<int, 1>{});
+    break;
+  case 2:
+    fn(std::integral_constant<int, 2>{});
+    break;
+  case 3:
+    fn(std::integral_constant<int, 3>{});
+    break;
+  case 4:
+    fn(std::integral_constant<int, 4>{});
+    break;
+  default:
+    fn(std::integral_constant<int, 5>{});
+    break;
   }
 }
 
