@@ -511,6 +511,17 @@ TEST_P(SorInodes, BitwiseAijInodeSweeps)
     SCOPED_TRACE("reach " + std::to_string(reach));
     sweeps_of(GetParam(), sizes, mixed_node_chain(sizes, 11u, reach));
   }
+  // rows sharing their columns 6-8 at a time, which AIJ cuts into inodes of at most 5 (8 = 5 + 3, ...) while the
+  // stored nodes hold up to 8 rows: stored nodes across two inodes
+  std::vector<int> patterns, inodes;
+  for (int k = 0; k < 60; ++k) {
+    const int rows = 6 + k % 3;
+    patterns.push_back(rows);
+    inodes.push_back(5);
+    inodes.push_back(rows - 5);
+  }
+  SCOPED_TRACE("inodes of 5 and 1-3 rows inside nodes of 6-8");
+  sweeps_of(GetParam(), inodes, mixed_node_chain(patterns, 11u, 1));
 }
 
 void sweeps_of(const Case &c, const std::vector<int> &sizes, const Matrix<std::int32_t> &a)
