@@ -52,7 +52,7 @@ PETSC_EXTERN const char *const MatAIJMPStorages[];
 /*E
    MatAIJMPLayout - how the compact copy of a `MATAIJMP` matrix lays out its rows (the values are the same in all)
 
-$  MAT_AIJMP_LAYOUT_AUTO   - nodes where consecutive rows share their columns (2 rows a node or more on average), else
+$  MAT_AIJMP_LAYOUT_AUTO   - nodes where consecutive rows share their columns (1.5 rows a node or more on average), else
 $                            sliced where padding adds at most 25% of a block's nonzeros and columns fit 32 bits,
 $                            else CSR (default)
 $  MAT_AIJMP_LAYOUT_CSR    - values in the row order of the AIJ master, whose column indices products read
