@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../row_dot.hpp"
@@ -333,70 +334,49 @@ __attribute__((noinline)) void node_minus_pairs(const Node &nd, std::int64_t fro
   double sum[Rows];
   for (int r = 0; r < Rows; ++r)
     sum[r] = S[r];
-  using Storage = typename decltype(nd.vals)::storage_type;
-  if constexpr (std::is_same_v<Storage, double> || std::is_same_v<Storage, float>) { // converted in the loop
-    auto w         = [&](std::int64_t e, int r) { return nd.vals[static_cast<std::size_t>(nd.first + e * Rows + r)]; };
-    std::int64_t e = from;
-    for (; e + 1 < to; e += 2) {
+  // the pairs of entries [e0, e1), then the last entry alone where e1 is to; w(e, r): entry e of row r
+  auto pairs = [&](auto w, std::int64_t e0, std::int64_t e1) {
+    std::int64_t e = e0;
+    for (; e + 1 < e1; e += 2) {
       const double x0 = vs[nd.index(e)], x1 = vs[nd.index(e + 1)];
       for (int r = 0; r < Rows; ++r)
         sum[r] -= w(e, r) * x0 + w(e + 1, r) * x1;
     }
-    if (e < to) {
+    if (e < e1) {
       const double x0 = vs[nd.index(e)];
       for (int r = 0; r < Rows; ++r)
         sum[r] -= w(e, r) * x0;
     }
-    for (int r = 0; r < Rows; ++r)
-      S[r] = sum[r];
-    return;
-  }
-  // 16-bit formats and split segments: kChunk entries (of all the rows) at a time in fp64 by the accessor's bulk
-  // SIMD decode (one scalar conversion per value made fp16 nodes 0.6x AIJ's speed; fp32 is as fast converted in
-  // the loop). kChunk is even: a pair of entries never straddles two chunks. The sums as above.
-  constexpr std::int64_t kChunk = 32;
-  double buffer[kChunk * Rows + 8]; // (+8: the AVX-512 decode stores 8 values at a time)
-  for (std::int64_t c0 = from; c0 < to; c0 += kChunk) {
-    const std::int64_t c1 = std::min(to, c0 + kChunk);
-    const double *w       = nd.vals.read_n(static_cast<std::size_t>(nd.first + c0 * Rows),
-                                           static_cast<std::size_t>((c1 - c0) * Rows), buffer) -
-                      c0 * Rows; // w[e * Rows + r]: entry e of row r
-    std::int64_t e = c0;
-    for (; e + 1 < c1; e += 2) {
-      const double x0 = vs[nd.index(e)], x1 = vs[nd.index(e + 1)];
-      for (int r = 0; r < Rows; ++r)
-        sum[r] -= w[e * Rows + r] * x0 + w[(e + 1) * Rows + r] * x1;
-    }
-    if (e < c1) { // (the last entry: c1 is to)
-      const double x0 = vs[nd.index(e)];
-      for (int r = 0; r < Rows; ++r)
-        sum[r] -= w[e * Rows + r] * x0;
+  };
+  using Storage = typename decltype(nd.vals)::storage_type;
+  if constexpr (std::is_same_v<Storage, double> || std::is_same_v<Storage, float>) { // converted in the loop
+    pairs([&](std::int64_t e, int r) { return nd.vals[static_cast<std::size_t>(nd.first + e * Rows + r)]; }, from, to);
+  } else {
+    // 16-bit formats and split segments: kChunk entries (of all the rows) at a time in fp64 by the accessor's bulk
+    // SIMD decode (one scalar conversion per value made fp16 nodes 0.6x AIJ's speed; fp32 is as fast converted in
+    // the loop). kChunk is even: a pair of entries never straddles two chunks.
+    constexpr std::int64_t kChunk = 32;
+    double buffer[kChunk * Rows + 8]; // (+8: the AVX-512 decode stores 8 values at a time)
+    for (std::int64_t c0 = from; c0 < to; c0 += kChunk) {
+      const std::int64_t c1 = std::min(to, c0 + kChunk);
+      const double *w       = nd.vals.read_n(static_cast<std::size_t>(nd.first + c0 * Rows),
+                                             static_cast<std::size_t>((c1 - c0) * Rows), buffer) -
+                        c0 * Rows;
+      pairs([&](std::int64_t e, int r) { return w[e * Rows + r]; }, c0, c1);
     }
   }
   for (int r = 0; r < Rows; ++r)
     S[r] = sum[r];
 }
 
-// fn(std::integral_constant<int, s>) for a node size s of 1-5 (AIJ's inodes).
+// fn(std::integral_constant<int, s>) for a node size s of 1-5 (AIJ's inodes), as the builder's encode_node_of_size.
+template <typename Fn, int... R> void with_node_size(int s, Fn &&fn, std::integer_sequence<int, R...>)
+{
+  (void)((s == R + 1 ? (fn(std::integral_constant<int, R + 1>{}), true) : false) || ...);
+}
 template <typename Fn> void with_node_size(int s, Fn &&fn)
 {
-  switch (s) {
-  case 1:
-    fn(std::integral_constant<int, 1>{});
-    break;
-  case 2:
-    fn(std::integral_constant<int, 2>{});
-    break;
-  case 3:
-    fn(std::integral_constant<int, 3>{});
-    break;
-  case 4:
-    fn(std::integral_constant<int, 4>{});
-    break;
-  default:
-    fn(std::integral_constant<int, 5>{});
-    break;
-  }
+  with_node_size(s, fn, std::make_integer_sequence<int, 5>());
 }
 
 // x[r] = sum_c S[c] inverse[c s + r] (c ascending) for the s rows of a node, or x[r] += that sum (add).
@@ -411,6 +391,20 @@ __attribute__((always_inline)) inline void apply_node_inverse(const double *S, c
       v += S[c] * inverse[c * s + r];
     x[r] = add ? x[r] + v : v;
   }
+}
+
+// The sums of a stored node's R rows, rows j.. of an inode of s rows: where the node is the whole inode, the
+// inode's x (x[r], or x[r] + with add) at once from the sums in registers; else they wait in S[j..] for the
+// inode's other pieces.
+template <int R>
+__attribute__((always_inline)) inline void piece_sums(const double *sums, int s, std::int64_t j, double *S,
+                                                      const double *inverse, double *x, bool add)
+{
+  if (R == s)
+    apply_node_inverse<R>(sums, inverse, R, x, add);
+  else
+    for (int r = 0; r < R; ++r)
+      S[j + r] = sums[r];
 }
 
 // Where run ends: extends it with (row, block, k) when they follow on.
@@ -644,11 +638,7 @@ void inode_backward_pass(const CompactCsr &A, CsrPattern<Index> p, const SorRows
       for (int r = 0; r < R; ++r)
         sums[r] = xb[first + r];
       node_minus_pairs<R>(nd, upper_from(), nd.n, x, sums);
-      if (R == s)
-        apply_node_inverse<R>(sums, inverse, R, x + row0, whole);
-      else
-        for (int r = 0; r < R; ++r)
-          S[first - row0 + r] = sums[r];
+      piece_sums<R>(sums, s, first - row0, S, inverse, x + row0, whole);
     });
     if (first == row0) {
       if (nd.rows != s) apply_node_inverse(S, inverse, s, x + row0, whole);
@@ -702,11 +692,7 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
         for (int r = 0; r < R; ++r)
           t[first + r] = sums[r];
         if (with_upper) node_minus_pairs<R>(nd, lower + s, nd.n, x, sums);
-        if (R == s)
-          apply_node_inverse<R>(sums, inverse, R, x + row0, false);
-        else
-          for (int r = 0; r < R; ++r)
-            S[first - row0 + r] = sums[r];
+        piece_sums<R>(sums, s, first - row0, S, inverse, x + row0, false);
       });
       if (first + nd.rows == row0 + s) {
         if (nd.rows != s) apply_node_inverse(S, inverse, s, x + row0, false);
@@ -793,11 +779,7 @@ void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows
         for (int r = 0; r < R; ++r)
           sums[r] = t[first + r];
         node_minus_pairs<R>(nd, 0, diagonal_at[row0], t, sums);
-        if (R == s)
-          apply_node_inverse<R>(sums, inverse, R, y, false);
-        else
-          for (int r = 0; r < R; ++r)
-            S[first - row0 + r] = sums[r];
+        piece_sums<R>(sums, s, first - row0, S, inverse, y, false);
       });
       if (first + nd.rows == row0 + s) {
         if (nd.rows != s) apply_node_inverse(S, inverse, s, y, false);
