@@ -114,12 +114,13 @@ PetscErrorCode SeqELLMPRefreshAIJ(Mat B, Mat aij);
 PetscErrorCode SeqELLMPTwin(Mat B, Mat *aij);
 // Stores the values of aij (an AIJ matrix with B's pattern, assembled) as B's (a value-only rebuild).
 PetscErrorCode SeqELLMPStoreValues(Mat B, Mat aij);
-// MatSOR of seqellmp: PETSc's MatSOR_SeqAIJ sweeps over the stored rows, bit for bit AIJ's; on the AIJ twin where
-// AIJ would use its inode SOR (inodes, omega 1, no shift), where a row has no diagonal entry, and with
-// -mat_ellmp_sor_aij_copy (ellmp_sor.cxx).
 // y = D x, D the block diagonal of AIJ's inodes (PCEisenstat's diagonal scaling where AIJ has inodes); the op is set
 // only where the last build found inodes, as SeqAIJ sets it.
 PetscErrorCode MatMultDiagonalBlock_SeqELLMP(Mat A, Vec x, Vec y);
+// MatSOR of seqellmp: PETSc's MatSOR_SeqAIJ sweeps over the stored rows, and where AIJ would use its inode SOR
+// (inodes, omega 1, no shift) that SOR and its Eisenstat, bit for bit AIJ's; on the AIJ twin for SOR_APPLY_UPPER
+// with inodes, Eisenstat with sweeps, where a row has no diagonal entry, and with -mat_ellmp_sor_aij_copy
+// (ellmp_sor.cxx).
 PetscErrorCode MatSOR_SeqELLMP(Mat A, Vec b, PetscReal omega, MatSORType flag, PetscReal shift, PetscInt its,
                                PetscInt lits, Vec x);
 // The operations ellmp runs on its AIJ twin (seq and MPI): SOR and finite-difference coloring; Twin gives the twin

@@ -619,11 +619,6 @@ PetscErrorCode MatELLMPGetSettings_MPIELLMP(Mat A, AIJMPSettings **s)
   PetscFunctionReturn(0);
 }
 
-// MatSOR_MPIAIJ's local sweeps (PETSc 3.18), step for step, on the stored blocks: the diagonal block sweeps its own
-// rows (MatSOR_SeqELLMP: the stored rows, or its own SeqAIJ copy where AIJ would take its inode SOR), the
-// off-diagonal block's product updates the right-hand side. No MPIAIJ copy is made. Eisenstat runs on the MPIAIJ
-// twin: MPIAIJ's multiplies by the diagonal blocks of its inodes (and stops without them), which ellmp has no kernel
-// for. With -mat_ellmp_sor_aij_copy, everything runs on the twin.
 // MPIAIJ's: the diagonal block's (which has it where its last build found inodes; an error names the type otherwise)
 PetscErrorCode MatMultDiagonalBlock_MPIELLMP(Mat A, Vec bb, Vec xx)
 {
@@ -632,6 +627,10 @@ PetscErrorCode MatMultDiagonalBlock_MPIELLMP(Mat A, Vec bb, Vec xx)
   PetscFunctionReturn(0);
 }
 
+// MatSOR_MPIAIJ's local sweeps (PETSc 3.18), step for step, on the stored blocks: the diagonal block sweeps its own
+// rows (MatSOR_SeqELLMP: the stored rows, AIJ's inode SOR replayed where AIJ would take it), the off-diagonal
+// block's product updates the right-hand side. No MPIAIJ copy is made. Eisenstat runs on the MPIAIJ twin (MPIAIJ's
+// Eisenstat is not replayed yet). With -mat_ellmp_sor_aij_copy, everything runs on the twin.
 PetscErrorCode MatSOR_MPIELLMP(Mat A, Vec bb, PetscReal omega, MatSORType flag, PetscReal fshift, PetscInt its,
                                PetscInt lits, Vec xx)
 {
