@@ -128,14 +128,17 @@ TEST(Formats, Fp16DecodeAllPatterns)
   for (std::uint32_t p = 0; p < 65536; ++p) {
     const fp16_t s{static_cast<std::uint16_t>(p)};
     const double hw = decode(s), portable = decode_fp16_portable(s), ref = fp16_value(s.bits);
+    const double scaled = decode_fp16_by_scale(s); // the GPUs' decoder
     if (is_nan16(s.bits, 5, 10)) {
       ASSERT_TRUE(std::isnan(hw)) << std::hex << p;
       ASSERT_TRUE(std::isnan(portable)) << std::hex << p;
       ASSERT_EQ(std::signbit(hw), std::signbit(portable)) << std::hex << p;
       ASSERT_EQ(std::signbit(hw), (p & 0x8000) != 0) << std::hex << p;
+      ASSERT_EQ(double_bits(scaled), double_bits(portable)) << std::hex << p; // the payload too
     } else {
       ASSERT_EQ(double_bits(hw), double_bits(portable)) << std::hex << p;
       ASSERT_EQ(double_bits(hw), double_bits(ref)) << std::hex << p;
+      ASSERT_EQ(double_bits(scaled), double_bits(ref)) << std::hex << p;
     }
   }
 }

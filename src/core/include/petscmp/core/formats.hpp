@@ -235,23 +235,26 @@ PETSCMP_HOST_DEVICE inline double decode_fp16_portable(fp16_t s)
 {
   return detail::decode_ieee<5, 10>(s.bits);
 }
+// The GPUs' decoder, without a conversion instruction: fp16's sign, exponent
+// and mantissa moved into a double's places make a double of the same
+// significand whose exponent is 1008 too small (a double subnormal where the
+// half is one), so one multiply by 2^1008 gives the value, exactly. Inf and
+// NaN, chosen without a branch, are built from the bits (a NaN keeps its
+// payload as on the host). On an H200 the two conversions f16 -> f32 -> f64
+// (and before them the portable decoder's branches, which doubled the fp16
+// SpMV's registers) made fp16 slower than bf16.
+PETSCMP_HOST_DEVICE inline double decode_fp16_by_scale(fp16_t s)
+{
+  const std::uint64_t sign = static_cast<std::uint64_t>(s.bits & 0x8000u) << 48;
+  const std::uint64_t special =
+      sign | (std::uint64_t(0x7ff) << 52) | (static_cast<std::uint64_t>(s.bits & 0x3ffu) << 42);
+  const double scaled = double_from_bits(sign | (static_cast<std::uint64_t>(s.bits & 0x7fffu) << 42)) * 0x1p1008;
+  return (s.bits & 0x7c00u) == 0x7c00u ? double_from_bits(special) : scaled;
+}
 PETSCMP_HOST_DEVICE inline double decode(fp16_t s)
 {
 #if defined(PETSCMP_DEVICE_PASS)
-  // The GPU's conversion instruction (exact, subnormals included) and, for
-  // Inf and NaN, the double built from the bits (so a NaN keeps its payload as
-  // on the host), chosen without a branch: the portable decoder's branches
-  // doubled the registers of the fp16 SpMV on an H200 and made it slower than
-  // bf16's.
-#if defined(__CUDA_ARCH__)
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(s.bits));
-#else
-  const float f = static_cast<float>(__builtin_bit_cast(_Float16, s.bits));
-#endif
-  const std::uint64_t special = (static_cast<std::uint64_t>(s.bits & 0x8000u) << 48) | (std::uint64_t(0x7ff) << 52) |
-                                (static_cast<std::uint64_t>(s.bits & 0x3ffu) << 42);
-  return (s.bits & 0x7c00u) == 0x7c00u ? double_from_bits(special) : static_cast<double>(f);
+  return decode_fp16_by_scale(s);
 #elif defined(__F16C__)
   // vmovd + vcvtph2ps + vcvtss2sd on one register: each instruction writes the
   // register it merges into, so consecutive decodes stay independent (the
