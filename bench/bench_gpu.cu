@@ -11,12 +11,15 @@
 // Runs alternate the variants rep by rep and report medians. Each petscmp
 // product is also checked bitwise against the CPU reference backend.
 // A third matrix has long rows (1 in 32 of 1024 entries): warp-per-row parts.
+// Each matrix's setup (compact build, SELL copy, upload) is printed as a
+// multiple of one cuSPARSE fp64 product.
 //   bench_gpu [-n27 N] [-fem N] [-long MILLIONS_OF_ROWS] [-reps R] [-modes lossless,fp32,...] [-bj_gb G]
 //             [-bj_sizes 3,8,32]
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -179,6 +182,31 @@ void print_variants(const std::vector<Variant> &variants, double copy_gbs, const
   }
 }
 
+using Clock = std::chrono::steady_clock;
+double milliseconds(Clock::time_point a, Clock::time_point b)
+{
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// The device copy's setup on the host (one thread): the compact build from the
+// fp64 CSR, the SELL copy made from it, and its upload (pageable memory).
+struct Setup {
+  std::string mode;
+  double build_ms, sell_copy_ms, upload_ms;
+};
+
+void print_setups(const std::vector<Setup> &setups, double product_ms)
+{
+  std::printf("setup (host thread + upload) %9s %9s %9s %9s  in cuSPARSE fp64 products (%.3f ms)\n", "build",
+              "SELL copy", "upload", "total", product_ms);
+  for (const Setup &s : setups) {
+    const double total = s.build_ms + s.sell_copy_ms + s.upload_ms;
+    std::printf("  %-26s %7.0f ms %7.0f ms %7.0f ms %7.0f ms  = %.0f products (SELL copy + upload %.0f)\n",
+                s.mode.c_str(), s.build_ms, s.sell_copy_ms, s.upload_ms, total, total / product_ms,
+                (s.sell_copy_ms + s.upload_ms) / product_ms);
+  }
+}
+
 void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps, double copy_gbs)
 {
   const std::size_t nnz = a.cols.size(), n = static_cast<std::size_t>(a.nrows);
@@ -207,16 +235,28 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
 
   const CsrView<std::int32_t> view = a.view();
   std::vector<std::unique_ptr<gpu::DeviceSell>> copies;
+  std::vector<Setup> setups;
   for (StorageMode mode : modes) {
     StorageOptions opts;
-    opts.mode        = mode;
-    opts.layout      = Layout::csr; // the fastest host build; the SELL copy has its own layout
-    CompactCsr A     = build_compact_csr(view, opts);
-    const SellCopy S = make_sell_copy(A, a.rowptr.data(), a.cols.data());
+    opts.mode               = mode;
+    opts.layout             = Layout::csr; // the fastest host build; the SELL copy has its own layout
+    const std::string label = storage_mode_name(mode);
+    Setup setup             = {label, 0, 0, 0};
+    const auto t0           = Clock::now();
+    CompactCsr A            = build_compact_csr(view, opts);
+    const auto t1           = Clock::now();
+    const SellCopy S        = make_sell_copy(A, a.rowptr.data(), a.cols.data());
+    const auto t2           = Clock::now();
     copies.push_back(std::make_unique<gpu::DeviceSell>(S));
+    gpu::synchronize();
+    const auto t3      = Clock::now();
+    setup.build_ms     = milliseconds(t0, t1);
+    setup.sell_copy_ms = milliseconds(t1, t2);
+    setup.upload_ms    = milliseconds(t2, t3);
+    setups.push_back(setup);
     gpu::DeviceSell *d = copies.back().get();
-    std::printf("petscmp %-9s: SELL-32 copy %.2f GB (%.2f B/nnz with row data)\n", storage_mode_name(mode),
-                S.bytes() / 1e9, static_cast<double>(S.bytes()) / nnz);
+    std::printf("petscmp %-16s: SELL-32 copy %.2f GB (%.2f B/nnz with row data)\n", label.c_str(), S.bytes() / 1e9,
+                static_cast<double>(S.bytes()) / nnz);
     const int segments = S.parts.empty() ? 0 : S.parts[0].segments;
     double value_bytes = 0;
     for (const SellPart &p : S.parts)
@@ -231,7 +271,7 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
       gpu::spmv(*d, read, dx, nullptr, dy, pairs);
       gpu::synchronize();
       CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
-      std::string name = std::string("petscmp ") + storage_mode_name(mode);
+      std::string name = "petscmp " + label;
       if (read) name += " read " + std::to_string(read);
       if (pairs) name += " pairs";
       const bool same = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
@@ -251,6 +291,7 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
   }
   time_alternated(variants, reps);
   print_variants(variants, copy_gbs, "vs fp32v", mixed.supported ? median(variants[1].ms) : 0.0);
+  print_setups(setups, median(variants[0].ms));
   cusparseDestroy(handle);
   for (void *p : {(void *)dx, (void *)dy, (void *)drow, (void *)dcol, (void *)dval, (void *)dval32})
     cudaFree(p);
@@ -323,26 +364,35 @@ void bench_block_jacobi(int bs, double gb, bool mixed, int reps, double copy_gbs
   dx.upload(x.data());
   std::vector<std::unique_ptr<gpu::DeviceBlockJacobi>> devices;
   std::vector<Variant> variants;
-  // the fp64 blocks, the adaptive ones, and the adaptive ones read by row pairs (16-bit blocks of even size)
-  const char *names[]     = {"fp64 block-Jacobi", "apbjacobi (adaptive)", "apbjacobi (row pairs)"};
-  const std::size_t use[] = {0, 1, 1};
-  for (std::size_t k = 0; k < 3; ++k) {
-    const bool pairs = k == 2;
-    if (!pairs) devices.push_back(std::make_unique<gpu::DeviceBlockJacobi>(*storages[use[k]]));
-    gpu::DeviceBlockJacobi *d = devices.back().get();
-    reference::block_jacobi_apply(*storages[use[k]], x.data(), ref.data(), false);
-    gpu::block_jacobi_apply(*d, dx.data(), dy.data(), false, pairs);
+  // the fp64 blocks and the adaptive ones, each with one and two rows a thread; the adaptive ones also read by
+  // row pairs (16-bit blocks of even size)
+  struct Apply {
+    const char *name;
+    std::size_t storage;
+    ApplyRows how;
+  };
+  const Apply applies[] = {{"fp64 block-Jacobi", 0, ApplyRows::one},
+                           {"fp64 block-Jacobi, 2 rows", 0, ApplyRows::two},
+                           {"apbjacobi (adaptive)", 1, ApplyRows::one},
+                           {"apbjacobi, 2 rows", 1, ApplyRows::two},
+                           {"apbjacobi, row pairs", 1, ApplyRows::pairs}};
+  for (const BlockJacobiStorage *s : {storages[0].get(), storages[1].get()})
+    devices.push_back(std::make_unique<gpu::DeviceBlockJacobi>(*s));
+  for (const Apply &a : applies) {
+    gpu::DeviceBlockJacobi *d = devices[a.storage].get();
+    reference::block_jacobi_apply(*storages[a.storage], x.data(), ref.data(), false);
+    gpu::block_jacobi_apply(*d, dx.data(), dy.data(), false, a.how);
     gpu::synchronize();
     dy.download(y.data());
     const bool same = std::memcmp(y.data(), ref.data(), x.size() * sizeof(double)) == 0;
-    std::printf("%-22s: %.2f GB of inverses, %s the CPU reference\n", names[k], storages[use[k]]->value_bytes() / 1e9,
+    std::printf("%-26s: %.2f GB of inverses, %s the CPU reference\n", a.name, storages[a.storage]->value_bytes() / 1e9,
                 same ? "bitwise equal to" : "DIFFERS FROM");
     if (!same) std::exit(1);
-    // values, x and y, and the row's group number the kernel reads
-    const double bytes = storages[use[k]]->value_bytes() + nrows * (8.0 + 8.0 + 4.0);
+    // values, x and y, and the row's group number the kernel reads (the chunks' 0.25 B a row left out)
+    const double bytes = storages[a.storage]->value_bytes() + nrows * (8.0 + 8.0 + 4.0);
     double *px = dx.data(), *py = dy.data();
-    variants.push_back(
-        {names[k], bytes, {}, [d, px, py, pairs] { gpu::block_jacobi_apply(*d, px, py, false, pairs); }});
+    const ApplyRows how = a.how;
+    variants.push_back({a.name, bytes, {}, [d, px, py, how] { gpu::block_jacobi_apply(*d, px, py, false, how); }});
   }
   time_alternated(variants, reps);
   print_variants(variants, copy_gbs, nullptr, 0.0);

@@ -23,13 +23,25 @@ namespace petscmp {
 // globally, so any slice height works).
 inline constexpr int kThreadsPerBlock = 256;
 
+// How the block-Jacobi apply's threads take their rows (block_jacobi_apply.hpp;
+// bitwise the same result, bench_gpu measures each):
+//   one:   a row a thread, over the windows of rows of each launch's format;
+//   two:   two rows a thread, over the same windows;
+//   pairs: the blocks of 16-bit formats two rows a thread, by row pairs
+//          where the block size is even (rows out and out + 1 of a block in
+//          one 32-bit load); other formats as one.
+// The default is one: on an H200, storage all in fp16 applied faster by pairs
+// than by one over listed windows (1.29-1.36x: 3x3, 8x8, 32x32 blocks), but
+// slower at 8x8 and 32x32 (0.92x, 0.83x) than by the one-row kernel that
+// numbers its rows as one over numbered windows now does (in another run);
+// the next run of bench_gpu on a GPU settles it.
+enum class ApplyRows { one, two, pairs };
+
 namespace emulated {
 // lane_pairs: 16-bit values read two rows per thread (sell_spmv.hpp), bitwise the same.
 void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y, bool lane_pairs = false);
-// paired_rows: the apply (not the transpose) reads the blocks of 16-bit formats
-// and even size two rows per thread (block_jacobi_apply.hpp), bitwise the same.
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose,
-                        bool paired_rows = false);
+                        ApplyRows how = ApplyRows::one);
 } // namespace emulated
 
 // The GPU backend this library was built with (CUDA or HIP: one per build,
@@ -71,7 +83,7 @@ private:
 };
 
 void block_jacobi_apply(const DeviceBlockJacobi &M, const double *x, double *y, bool transpose,
-                        bool paired_rows = false);
+                        ApplyRows how = ApplyRows::one);
 
 // Device memory for the tests and benchmarks: n doubles, from and to the host.
 class DeviceVector {

@@ -18,6 +18,7 @@
 
 #include "block_jacobi_apply.hpp"
 #include "csr_matrices.hpp"
+#include "cuda_hip/block_jacobi_apply.hpp" // block_format_chunks
 #include "device.hpp"
 #include "petscmp/core/compact_csr.hpp"
 #include "petscmp/core/sell_copy.hpp"
@@ -457,8 +458,9 @@ namespace {
 
 // A block-diagonal matrix whose dense blocks (sizes 1..32, drawn) are
 // diagonally dominant, its inverses packed in drawn formats, groups of
-// group_blocks blocks.
-BlockJacobiStorage random_block_jacobi(std::int64_t nrows, int group_blocks, unsigned seed)
+// group_blocks blocks. every_block (0 to kFormatCount - 1): all blocks in that
+// format instead.
+BlockJacobiStorage random_block_jacobi(std::int64_t nrows, int group_blocks, unsigned seed, int every_block = -1)
 {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
@@ -482,51 +484,71 @@ BlockJacobiStorage random_block_jacobi(std::int64_t nrows, int group_blocks, uns
   const InvertedBlocks inv = invert_diagonal_blocks(a.view(), p);
   std::vector<Format> formats(static_cast<std::size_t>(p.block_count()));
   for (Format &f : formats) // runs of one format, as the selection makes them, and single blocks
-    f = static_cast<Format>(rng() % 3 == 0 ? rng() % kFormatCount : (&f - formats.data()) / 40 % kFormatCount);
+    f = static_cast<Format>(every_block >= 0 ? every_block
+                            : rng() % 3 == 0 ? rng() % kFormatCount
+                                             : (&f - formats.data()) / 40 % kFormatCount);
   return pack_block_jacobi(inv, formats, group_blocks);
 }
 
 void backend_block_jacobi(const BlockJacobiStorage &M, const std::vector<double> &x, std::vector<double> &y,
-                          bool transpose, bool paired_rows)
+                          bool transpose, ApplyRows how)
 {
 #if defined(PETSCMP_TEST_GPU)
   gpu::DeviceBlockJacobi d(M);
   gpu::DeviceVector dx(x.size()), dy(y.size());
   dx.upload(x.data());
   dy.upload(y.data());
-  gpu::block_jacobi_apply(d, dx.data(), dy.data(), transpose, paired_rows);
+  gpu::block_jacobi_apply(d, dx.data(), dy.data(), transpose, how);
   gpu::synchronize();
   dy.download(y.data());
 #else
-  emulated::block_jacobi_apply(M, x.data(), y.data(), transpose, paired_rows);
+  emulated::block_jacobi_apply(M, x.data(), y.data(), transpose, how);
 #endif
 }
 
 } // namespace
 
 // apbjacobi's apply: bitwise the reference's, every format, block sizes 1-32,
-// groups of 8 blocks (the default) and of 3, and the transpose.
+// groups of 8 blocks (the default) and of 3, and the transpose, with every
+// way of taking rows; then storage all in one format (fp16: 16-bit blocks
+// read by pairs; fp32: the others), whose launch numbers its windows.
 TEST(BlockJacobiDevice, BitwiseReference)
 {
   SKIP_WITHOUT_DEVICE();
-  for (int group_blocks : {kDefaultGroupBlocks, 3}) {
-    const BlockJacobiStorage M = random_block_jacobi(30000, group_blocks, 71 + static_cast<unsigned>(group_blocks));
-    for (int f = 0; f < kFormatCount; ++f)
-      ASSERT_GT(std::count(M.block_format.begin(), M.block_format.end(), f), 10) << "format " << f << " too rare";
-    std::int64_t paired = 0; // rows the row-pair apply reads as pairs (and groups it cannot: odd starts, odd sizes)
-    for (const BlockGroup &g : M.groups)
-      if (format_bytes(g.format) == 2 && g.block_size % 2 == 0 && g.row_begin % 2 == 0)
-        paired += std::int64_t{g.nblocks} * g.block_size;
-    ASSERT_GT(paired, 1000);
-    const std::vector<double> x = random_vector(static_cast<std::size_t>(M.nrows), 72);
-    for (bool transpose : {false, true})
-      for (bool paired_rows : {false, true}) { // row pairs: the apply's 16-bit blocks of even size
-        std::vector<double> ref(x.size()), y(x.size(), 5.0);
-        reference::block_jacobi_apply(M, x.data(), ref.data(), transpose);
-        backend_block_jacobi(M, x, y, transpose, paired_rows);
-        for (std::size_t i = 0; i < x.size(); ++i)
-          ASSERT_TRUE(same(y[i], ref[i]))
-              << "row " << i << (transpose ? " (transpose)" : "") << (paired_rows ? " (row pairs)" : "");
+  const int kMixed = -1;
+  for (int every_block : {kMixed, static_cast<int>(Format::fp16), static_cast<int>(Format::fp32)})
+    for (int group_blocks : {kDefaultGroupBlocks, 3}) {
+      const BlockJacobiStorage M =
+          random_block_jacobi(30000, group_blocks, 71 + static_cast<unsigned>(group_blocks), every_block);
+      SCOPED_TRACE("every block in format " + std::to_string(every_block) + ", groups of " +
+                   std::to_string(group_blocks));
+      const std::size_t all_windows = static_cast<std::size_t>((M.nrows + kChunkRows - 1) / kChunkRows);
+      if (every_block == kMixed) {
+        for (int f = 0; f < kFormatCount; ++f) { // every format, its windows listed: some, not all, hold its rows
+          ASSERT_GT(std::count(M.block_format.begin(), M.block_format.end(), f), 10) << "format " << f << " too rare";
+          const std::size_t windows = block_format_chunks(M, static_cast<Format>(f)).size();
+          ASSERT_GT(windows, 10u);
+          ASSERT_LT(windows, all_windows);
+        }
+      } else {
+        ASSERT_TRUE(block_format_chunks(M, static_cast<Format>(every_block)).empty()) << "the windows are numbered";
       }
-  }
+      std::int64_t paired = 0; // rows the row-pair apply reads as pairs (and groups it cannot: odd starts, odd sizes)
+      for (const BlockGroup &g : M.groups)
+        if (format_bytes(g.format) == 2 && g.block_size % 2 == 0 && g.row_begin % 2 == 0)
+          paired += std::int64_t{g.nblocks} * g.block_size;
+      if (every_block != static_cast<int>(Format::fp32)) {
+        ASSERT_GT(paired, 1000);
+      }
+      const std::vector<double> x = random_vector(static_cast<std::size_t>(M.nrows), 72);
+      for (bool transpose : {false, true})
+        for (ApplyRows how : {ApplyRows::one, ApplyRows::two, ApplyRows::pairs}) {
+          std::vector<double> ref(x.size()), y(x.size(), 5.0);
+          reference::block_jacobi_apply(M, x.data(), ref.data(), transpose);
+          backend_block_jacobi(M, x, y, transpose, how);
+          for (std::size_t i = 0; i < x.size(); ++i)
+            ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << (transpose ? " (transpose)" : "") << ", rows a thread "
+                                            << static_cast<int>(how) << " (0 one, 1 two, 2 row pairs)";
+        }
+    }
 }

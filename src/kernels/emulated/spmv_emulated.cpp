@@ -81,20 +81,28 @@ void spmv(const SellCopy &A, int read, const double *x, const double *z, double 
   }
 }
 
-void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, bool paired_rows)
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, ApplyRows how)
 {
   const std::vector<BlockGroupView> groups  = block_group_views(M);
   const std::vector<std::int32_t> row_group = block_row_groups(M);
   const BlockJacobiView v{M.nrows, row_group.data(), groups.data(), M.values.as<unsigned char>()};
   for (Format format : block_formats_present(M))
     dispatch_format(format, [&](auto tag) {
-      using S = typename decltype(tag)::type;
+      using S                             = typename decltype(tag)::type;
+      const std::vector<RowChunk> windows = block_format_chunks(M, format);
+      const ChunkList chunks              = chunk_list(windows, windows.data(), M.nrows);
+      const std::int64_t n                = chunks.count;
       if constexpr (reads_pairs_v<S>)
-        if (block_jacobi_pairs(format, transpose, paired_rows)) {
-          launch((M.nrows + 1) / 2, [&](std::int64_t t) { block_jacobi_pair_thread<S>(v, format, t, x, y); });
+        if (block_jacobi_pairs(format, transpose, how == ApplyRows::pairs)) {
+          launch(n * kChunkRows / 2, [&](std::int64_t t) { block_jacobi_pair_thread<S>(v, format, chunks, t, x, y); });
           return;
         }
-      launch(M.nrows, [&](std::int64_t row) { block_jacobi_thread<S>(v, format, row, x, y, transpose); });
+      if (how == ApplyRows::two)
+        launch(n * kChunkRows / 2,
+               [&](std::int64_t t) { block_jacobi_chunk_thread<S, 2>(v, format, chunks, t, x, y, transpose); });
+      else
+        launch(n * kChunkRows,
+               [&](std::int64_t t) { block_jacobi_chunk_thread<S, 1>(v, format, chunks, t, x, y, transpose); });
     });
 }
 
