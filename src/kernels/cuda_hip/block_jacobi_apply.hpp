@@ -6,6 +6,7 @@
 // the reference's in every format.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -126,14 +127,19 @@ struct RowChunk {
 inline std::vector<RowChunk> block_format_chunks(const BlockJacobiStorage &M, Format format)
 {
   std::vector<RowChunk> chunks;
-  for (const BlockGroup &g : M.groups) { // groups ascend in rows
+  for (const BlockGroup &g : M.groups) {
     if (g.format != format) continue;
     const std::int64_t end = g.row_begin + std::int64_t{g.nblocks} * g.block_size;
     for (std::int64_t first = g.row_begin / kChunkRows * kChunkRows; first < end; first += kChunkRows)
-      if (chunks.empty() || chunks.back().first < first)
+      if (chunks.empty() || chunks.back().first != first) // groups ascend in rows: a window's groups one after another
         chunks.push_back(
             {first, static_cast<std::int32_t>(M.nrows - first < kChunkRows ? M.nrows - first : kChunkRows), 0});
   }
+  // in any order of the groups, each window once
+  std::sort(chunks.begin(), chunks.end(), [](const RowChunk &a, const RowChunk &b) { return a.first < b.first; });
+  chunks.erase(std::unique(chunks.begin(), chunks.end(),
+                           [](const RowChunk &a, const RowChunk &b) { return a.first == b.first; }),
+               chunks.end());
   if (static_cast<std::int64_t>(chunks.size()) == (M.nrows + kChunkRows - 1) / kChunkRows) chunks.clear();
   return chunks;
 }
