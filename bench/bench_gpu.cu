@@ -261,32 +261,23 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
     double value_bytes = 0;
     for (const SellPart &p : S.parts)
       value_bytes += static_cast<double>(p.values.size());
-    // a variant reading `read` segments (0: all; split storage's lower levels), by lane pairs or not, after its
-    // product was checked bitwise against the CPU reference's at that level
+    // a variant reading `read` segments (0: all; split storage's lower levels), after its product was checked
+    // bitwise against the CPU reference's at that level
     std::vector<double> ref(n), y(n);
-    auto add = [&](int read, bool pairs) {
+    for (int read = 0; read < std::max(segments, 1); ++read) {
       A.read_segments = read;
       reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
       A.read_segments = 0;
-      gpu::spmv(*d, read, dx, nullptr, dy, pairs);
+      gpu::spmv(*d, read, dx, nullptr, dy);
       gpu::synchronize();
       CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
       std::string name = "petscmp " + label;
       if (read) name += " read " + std::to_string(read);
-      if (pairs) name += " pairs";
       const bool same = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
       std::printf("%-26s: %s the CPU reference\n", name.c_str(), same ? "bitwise equal to" : "DIFFERS FROM");
       if (!same) std::exit(1);
       const double bytes = S.bytes() - (read ? value_bytes * (segments - read) / segments : 0.0) + 2 * n * 8.0;
-      variants.push_back({name, bytes, {}, [d, dx, dy, read, pairs] { gpu::spmv(*d, read, dx, nullptr, dy, pairs); }});
-    };
-    // 16-bit values (fp16, bf16, split4's heads) are also read by lane pairs (two rows a thread)
-    const bool narrow_values = !S.parts.empty() && segments == 0 && format_bytes(S.parts[0].format) == 2;
-    add(0, false);
-    if (narrow_values) add(0, true);
-    for (int read = 1; read < segments; ++read) {
-      add(read, false);
-      if (segments == 4 && read == 1) add(read, true);
+      variants.push_back({name, bytes, {}, [d, dx, dy, read] { gpu::spmv(*d, read, dx, nullptr, dy); }});
     }
   }
   time_alternated(variants, reps);

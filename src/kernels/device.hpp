@@ -38,8 +38,7 @@ inline constexpr int kThreadsPerBlock = 256;
 enum class ApplyRows { one, two, pairs };
 
 namespace emulated {
-// lane_pairs: 16-bit values read two rows per thread (sell_spmv.hpp), bitwise the same.
-void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y, bool lane_pairs = false);
+void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y);
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose,
                         ApplyRows how = ApplyRows::one);
 } // namespace emulated
@@ -66,7 +65,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y, bool lane_pairs = false);
+void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y);
 
 // apbjacobi's block storage in device memory.
 class DeviceBlockJacobi {

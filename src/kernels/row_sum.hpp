@@ -42,9 +42,9 @@ PETSCMP_HOST_DEVICE inline double row_dot(double sum, reduced_range<Storage> val
 }
 
 // Two adjacent 16-bit values read by one 32-bit load (p 4-byte aligned): the
-// row-pair kernels of the GPU backends.
-// Whether values stored as S can be read two at a time (two lanes, two rows):
-// plain 16-bit values (fp16, bf16, fp11_4, split4's heads).
+// block-Jacobi row-pair kernel of the GPU backends (two rows of a block).
+// Whether values stored as S can be read two at a time: plain 16-bit values
+// (fp16, bf16, fp11_4, split4's heads).
 template <typename S> inline constexpr bool reads_pairs_v = sizeof(S) == 2 && std::is_pointer_v<storage_pointer_t<S>>;
 template <typename S> struct StoragePair {
   S first, second;

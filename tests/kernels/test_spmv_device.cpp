@@ -62,7 +62,7 @@ bool skip_without_device()
 // y = A x (+ z) by the backend under test; with alias, z is passed as y (y
 // holds z on entry).
 void backend_spmv(const SellCopy &S, int read, const std::vector<double> &x, const std::vector<double> *z,
-                  std::vector<double> &y, bool alias, bool lane_pairs = false)
+                  std::vector<double> &y, bool alias)
 {
   if (alias) y = *z;
 #if defined(PETSCMP_TEST_GPU)
@@ -71,11 +71,11 @@ void backend_spmv(const SellCopy &S, int read, const std::vector<double> &x, con
   dx.upload(x.data());
   dy.upload(y.data());
   if (z && !alias) dz.upload(z->data());
-  gpu::spmv(d, read, dx.data(), alias ? dy.data() : z ? dz.data() : nullptr, dy.data(), lane_pairs);
+  gpu::spmv(d, read, dx.data(), alias ? dy.data() : z ? dz.data() : nullptr, dy.data());
   gpu::synchronize();
   dy.download(y.data());
 #else
-  emulated::spmv(S, read, x.data(), alias ? y.data() : z ? z->data() : nullptr, y.data(), lane_pairs);
+  emulated::spmv(S, read, x.data(), alias ? y.data() : z ? z->data() : nullptr, y.data());
 #endif
 }
 
@@ -129,18 +129,14 @@ void compare_with_reference(const Matrix<Index> &a, StorageMode mode, SumOrder o
     std::vector<double> ref(nr), refz(nr);
     reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
     reference::spmv(A, a.pattern(), x.data(), z.data(), refz.data());
-    std::vector<double> y(nr, 5.0), yz(nr, 5.0), ya(nr, 5.0), yp(nr, 5.0), yap(nr, 5.0);
+    std::vector<double> y(nr, 5.0), yz(nr, 5.0), ya(nr, 5.0);
     backend_spmv(S, read, x, nullptr, y, false);
     backend_spmv(S, read, x, &z, yz, false);
     backend_spmv(S, read, x, &z, ya, true);
-    backend_spmv(S, read, x, nullptr, yp, false, true); // lane pairs (16-bit values; others as before)
-    backend_spmv(S, read, x, &z, yap, true, true);
     for (std::size_t i = 0; i < nr; ++i) {
       ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
       ASSERT_TRUE(same(yz[i], refz[i])) << "row " << i;
       ASSERT_TRUE(same(ya[i], refz[i])) << "row " << i << " (z aliasing y)";
-      ASSERT_TRUE(same(yp[i], ref[i])) << "row " << i << " (lane pairs)";
-      ASSERT_TRUE(same(yap[i], refz[i])) << "row " << i << " (lane pairs, z aliasing y)";
     }
     // the transpose: a product with the SELL copy of A^T at this read level
     const SellCopy T = make_sell_transpose(A, a.rowptr.data(), a.cols.data(), read, slice_rows);

@@ -60,7 +60,7 @@ void warp_rows(const SellPartView &v, const double *x, const double *z, double *
   }
 }
 
-void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y, bool lane_pairs)
+void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y)
 {
   for (const SellPart &part : A.parts) {
     const SellPartView v = view_of(part, A.rows_per_slice(part));
@@ -68,11 +68,6 @@ void spmv(const SellCopy &A, int read, const double *x, const double *z, double 
       using S              = typename decltype(tag)::type;
       constexpr SumOrder O = decltype(order)::value;
       constexpr bool N     = decltype(narrow)::value;
-      if constexpr (reads_pairs_v<S>)
-        if (lane_pairs && !part.warp_rows) {
-          launch(v.lanes / 2 + v.lanes % 2, [&](std::int64_t t) { sell_spmv_pair_thread<S, O, N>(v, t, x, z, y); });
-          return;
-        }
       if (part.warp_rows)
         warp_rows<S, O, N>(v, x, z, y);
       else
