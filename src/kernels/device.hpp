@@ -30,11 +30,11 @@ inline constexpr int kThreadsPerBlock = 256;
 //   pairs: the blocks of 16-bit formats two rows a thread, by row pairs
 //          where the block size is even (rows out and out + 1 of a block in
 //          one 32-bit load); other formats as one.
-// The default is one: on an H200, storage all in fp16 applied faster by pairs
-// than by one over listed windows (1.29-1.36x: 3x3, 8x8, 32x32 blocks), but
-// slower at 8x8 and 32x32 (0.92x, 0.83x) than by the one-row kernel that
-// numbers its rows as one over numbered windows now does (in another run);
-// the next run of bench_gpu on a GPU settles it.
+// The default is one. On an H200, storage all in fp16 was applied 1.29-1.36x
+// faster by pairs than by one over listed windows (3x3, 8x8, 32x32 blocks),
+// but in another run 0.92x and 0.83x as fast (8x8, 32x32) as by the one-row
+// kernel that numbers its rows, which is what one does where a format covers
+// every window; the next bench_gpu run on a GPU settles it.
 enum class ApplyRows { one, two, pairs };
 
 namespace emulated {
