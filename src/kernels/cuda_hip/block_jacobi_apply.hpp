@@ -121,6 +121,12 @@ struct RowChunk {
   std::int32_t unused = 0;
 };
 
+// The window of kChunkRows rows from row `first` (a multiple of kChunkRows).
+PETSCMP_HOST_DEVICE inline RowChunk window_at(std::int64_t first, std::int64_t nrows)
+{
+  return {first, static_cast<std::int32_t>(nrows - first < kChunkRows ? nrows - first : kChunkRows), 0};
+}
+
 // Host side: the windows of kChunkRows rows that hold rows of `format`. Where
 // that is every window of the matrix (storage of one format), none: the
 // kernels then number the windows themselves (chunk_of) and read no list.
@@ -132,8 +138,7 @@ inline std::vector<RowChunk> block_format_chunks(const BlockJacobiStorage &M, Fo
     const std::int64_t end = g.row_begin + std::int64_t{g.nblocks} * g.block_size;
     for (std::int64_t first = g.row_begin / kChunkRows * kChunkRows; first < end; first += kChunkRows)
       if (chunks.empty() || chunks.back().first != first) // groups ascend in rows: a window's groups one after another
-        chunks.push_back(
-            {first, static_cast<std::int32_t>(M.nrows - first < kChunkRows ? M.nrows - first : kChunkRows), 0});
+        chunks.push_back(window_at(first, M.nrows));
   }
   // in any order of the groups, each window once
   std::sort(chunks.begin(), chunks.end(), [](const RowChunk &a, const RowChunk &b) { return a.first < b.first; });
@@ -159,9 +164,7 @@ inline ChunkList chunk_list(const std::vector<RowChunk> &chunks, const RowChunk 
 }
 PETSCMP_HOST_DEVICE inline RowChunk chunk_of(const ChunkList &list, std::int64_t c, std::int64_t nrows)
 {
-  if (list.chunks) return list.chunks[c];
-  const std::int64_t first = c * kChunkRows;
-  return {first, static_cast<std::int32_t>(nrows - first < kChunkRows ? nrows - first : kChunkRows), 0};
+  return list.chunks ? list.chunks[c] : window_at(c * kChunkRows, nrows);
 }
 
 // Thread t of the launch over the windows of `format` (blocks read as S), R
