@@ -129,9 +129,9 @@ static PetscErrorCode BenchMatrix(const char *name, PetscInt n, int problem, cha
     PetscCall(VecEqual(x1, x2, &equal));
     const double ma = median(ta, reps), me = median(te, reps);
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                          "ellmp %-9s: SSOR sweep %.4f s, AIJ %.4f s: %.3fx AIJ's speed; result %s AIJ's; first sweep "
+                          "ellmp %-9s: SSOR sweep %.4f ms, AIJ %.4f ms: %.3fx AIJ's speed; result %s AIJ's; first sweep "
                           "(with setup): ellmp %.2f, AIJ %.2f AIJ sweeps; ellmp holds %.2f B/nnz (AIJ %.2f)\n",
-                          modes[m], me, ma, ma / me, equal ? "bitwise" : "differs from", setup / ma, first_aij / ma,
+                          modes[m], 1e3 * me, 1e3 * ma, ma / me, equal ? "bitwise" : "differs from", setup / ma, first_aij / ma,
                           bytes, aij_bytes));
     PetscCall(MatDestroy(&E));
   }

@@ -31,6 +31,14 @@ struct SorRows {
   std::vector<Run> runs;
   std::vector<double> diagonal;
   std::vector<std::int32_t> diagonal_at; // the diagonal entry's position in its row (SeqAIJ's a->diag, per row)
+  // Where every run is whole nodes of node-layout blocks: the runs as ranges of
+  // nodes [node_begin, node_end) of one index width, rows first_row.. in row
+  // order (a node walk then follows the nodes alone); else empty.
+  struct NodeRun {
+    std::int64_t block = 0, node_begin = 0, node_end = 0, first_row = 0;
+    bool wide = false;
+  };
+  std::vector<NodeRun> node_runs;
 };
 
 // The sweeps of one MatSOR call (PETSc's flag bits as booleans).
