@@ -630,6 +630,38 @@ __attribute__((always_inline)) inline void apply_node_inverse(const double *S, c
   }
 }
 
+// node_minus_pairs, the sums in lanes where the node has at most kMaxLaneRows rows.
+template <int R, typename Node>
+__attribute__((always_inline)) inline void node_sums(const Node &nd, std::int64_t from, std::int64_t to,
+                                                     const double *v, double *S)
+{
+  if constexpr (R <= kMaxLaneRows) {
+    Lanes<R> sum;
+    load_lanes<R>(sum, S);
+    node_lanes_minus_pairs<R>(nd, from, to, v, sum);
+    store_lanes<R>(S, sum);
+  } else
+    node_minus_pairs<R>(nd, from, to, v, S);
+}
+
+// apply_node_inverse, in lanes where the inode has at most kMaxLaneRows rows (an inode stored in pieces: its
+// x once the last piece's sums are in S).
+inline void apply_inverse(const double *S, const double *inverse, int s, double *x, bool add)
+{
+  if (s > kMaxLaneRows) return apply_node_inverse(S, inverse, s, x, add);
+  with_lane_rows(s, [&](auto size) {
+    constexpr int R = decltype(size)::value;
+    Lanes<R> sum, v, old;
+    load_lanes<R>(sum, S);
+    lanes_times_inverse<R>(sum, inverse, v);
+    if (add) {
+      load_lanes<R>(old, x);
+      v = old + v;
+    }
+    store_lanes<R>(x, v);
+  });
+}
+
 // The sums of a stored node's R rows, rows j.. of an inode of s rows: where the node is the whole inode, the
 // inode's x (x[r], or x[r] + with add) at once from the sums in registers; else they wait in S[j..] for the
 // inode's other pieces.
@@ -855,7 +887,7 @@ void inode_backward_pass(const CompactCsr &A, CsrPattern<Index> p, const SorRows
     if (i == last) inverse -= s * s;
     S[j] = minus_pairs(r, upper_from(), r.n, x, xb[i]);
     if (j == 0) {
-      apply_node_inverse(S, inverse, s, x + row0, whole);
+      apply_inverse(S, inverse, s, x + row0, whole);
       last = row0 - 1;
       --node;
     }
@@ -893,11 +925,11 @@ void inode_backward_pass(const CompactCsr &A, CsrPattern<Index> p, const SorRows
       double sums[R]; // (not S: a local array stays in registers, x cannot alias it)
       for (int r = 0; r < R; ++r)
         sums[r] = xb[first + r];
-      node_minus_pairs<R>(nd, upper_from(), nd.n, x, sums);
+      node_sums<R>(nd, upper_from(), nd.n, x, sums);
       piece_sums<R>(sums, s, first - row0, S, inverse, x + row0, whole);
     });
     if (first == row0) {
-      if (nd.rows != s) apply_node_inverse(S, inverse, s, x + row0, whole);
+      if (nd.rows != s) apply_inverse(S, inverse, s, x + row0, whole);
       last = row0 - 1;
       --node;
     }
@@ -927,7 +959,7 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
       if (with_upper) sum = minus_pairs(r, lower + s, r.n, x, sum);
       S[j] = sum;
       if (j == s - 1) {
-        apply_node_inverse(S, inverse, s, x + row0, false);
+        apply_inverse(S, inverse, s, x + row0, false);
         inverse += s * s;
         row0 += s;
         ++node;
@@ -964,14 +996,14 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
         double sums[R]; // (not S: a local array stays in registers, x cannot alias it)
         for (int r = 0; r < R; ++r)
           sums[r] = b[first + r];
-        node_minus_pairs<R>(nd, 0, lower, x, sums);
+        node_sums<R>(nd, 0, lower, x, sums);
         for (int r = 0; r < R; ++r)
           t[first + r] = sums[r];
-        if (with_upper) node_minus_pairs<R>(nd, lower + s, nd.n, x, sums);
+        if (with_upper) node_sums<R>(nd, lower + s, nd.n, x, sums);
         piece_sums<R>(sums, s, first - row0, S, inverse, x + row0, false);
       });
       if (first + nd.rows == row0 + s) {
-        if (nd.rows != s) apply_node_inverse(S, inverse, s, x + row0, false);
+        if (nd.rows != s) apply_inverse(S, inverse, s, x + row0, false);
         inverse += s * s;
         row0 += s;
         ++node;
@@ -1041,7 +1073,7 @@ void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows
       const std::int64_t j = i - row0;
       S[j]                 = minus_pairs(r, 0, diagonal_at[row0], t, t[i]);
       if (j == s - 1) {
-        apply_node_inverse(S, inverse, s, y, false);
+        apply_inverse(S, inverse, s, y, false);
         node_done(s);
       }
     };
@@ -1069,11 +1101,11 @@ void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows
         double sums[R];
         for (int r = 0; r < R; ++r)
           sums[r] = t[first + r];
-        node_minus_pairs<R>(nd, 0, diagonal_at[row0], t, sums);
+        node_sums<R>(nd, 0, diagonal_at[row0], t, sums);
         piece_sums<R>(sums, s, first - row0, S, inverse, y, false);
       });
       if (first + nd.rows == row0 + s) {
-        if (nd.rows != s) apply_node_inverse(S, inverse, s, y, false);
+        if (nd.rows != s) apply_inverse(S, inverse, s, y, false);
         node_done(s);
       }
     };
