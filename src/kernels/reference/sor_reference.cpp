@@ -572,6 +572,7 @@ __attribute__((always_inline)) inline void node_lanes_minus_pairs(const Node &nd
       const double *w =
           nd.vals.read_n(static_cast<std::size_t>(nd.first + c0 * R), static_cast<std::size_t>((c1 - c0) * R), buffer) -
           c0 * R;
+      buffer[(c1 - c0) * R] = 0.0; // (the lanes past R of the last entry's load read it)
       lanes_minus_pairs<R>(sum, w, nd.cols, vs, c0, c1);
     }
   }
