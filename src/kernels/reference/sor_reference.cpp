@@ -592,29 +592,17 @@ __attribute__((always_inline)) inline void lanes_times_inverse(const Lanes<R> &S
   }
 }
 
-// The lanes of a whole inode of s <= kMaxLaneRows rows: fn(std::integral_constant<int, s>).
-template <typename Fn> __attribute__((always_inline)) inline void with_lane_rows(int s, Fn &&fn)
-{
-  switch (s) {
-  case 1:
-    return fn(std::integral_constant<int, 1>{});
-  case 2:
-    return fn(std::integral_constant<int, 2>{});
-  case 3:
-    return fn(std::integral_constant<int, 3>{});
-  default:
-    return fn(std::integral_constant<int, 4>{});
-  }
-}
-
 // fn(std::integral_constant<int, s>) for a node size s of 1-5 (AIJ's inodes), as the builder's encode_node_of_size.
-template <typename Fn, int... R> void with_node_size(int s, Fn &&fn, std::integer_sequence<int, R...>)
+// (Max: kMaxLaneRows for the lanes. Inlined: as a call, it and its lambdas cost a whole-inode sweep 10% more
+// instructions.)
+template <typename Fn, int... R>
+__attribute__((always_inline)) inline void with_node_size(int s, Fn &&fn, std::integer_sequence<int, R...>)
 {
   (void)((s == R + 1 ? (fn(std::integral_constant<int, R + 1>{}), true) : false) || ...);
 }
-template <typename Fn> void with_node_size(int s, Fn &&fn)
+template <int Max = 5, typename Fn> __attribute__((always_inline)) inline void with_node_size(int s, Fn &&fn)
 {
-  with_node_size(s, fn, std::make_integer_sequence<int, 5>());
+  with_node_size(s, fn, std::make_integer_sequence<int, Max>());
 }
 
 // x[r] = sum_c S[c] inverse[c s + r] (c ascending) for the s rows of a node, or x[r] += that sum (add).
@@ -650,7 +638,7 @@ __attribute__((always_inline)) inline void node_sums(const Node &nd, std::int64_
 inline void apply_inverse(const double *S, const double *inverse, int s, double *x, bool add)
 {
   if (s > kMaxLaneRows) return apply_node_inverse(S, inverse, s, x, add);
-  with_lane_rows(s, [&](auto size) {
+  with_node_size<kMaxLaneRows>(s, [&](auto size) {
     constexpr int R = decltype(size)::value;
     Lanes<R> sum, v, old;
     load_lanes<R>(sum, S);
@@ -899,7 +887,7 @@ void inode_backward_pass(const CompactCsr &A, CsrPattern<Index> p, const SorRows
     const std::int64_t row0 = last - s + 1, end = first + nd.rows;
     if (first == row0 && nd.rows == s && s <= kMaxLaneRows) { // the whole inode: its sums in registers
       inverse -= s * s;
-      with_lane_rows(s, [&](auto size) {
+      with_node_size<kMaxLaneRows>(s, [&](auto size) {
         constexpr int R = decltype(size)::value;
         Lanes<R> sum, v, old;
         load_lanes<R>(sum, xb + first);
@@ -971,7 +959,7 @@ void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, co
       const int s = sizes[node];
       if (first == row0 && nd.rows == s && s <= kMaxLaneRows) { // the whole inode: its sums in registers
         const std::int64_t lower = diagonal_at[row0];
-        with_lane_rows(s, [&](auto size) {
+        with_node_size<kMaxLaneRows>(s, [&](auto size) {
           constexpr int R = decltype(size)::value;
           Lanes<R> sum, v;
           load_lanes<R>(sum, b + first);
@@ -1081,7 +1069,7 @@ void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows
     auto whole_node = [&](std::int64_t first, const auto &nd) { // as in sor_inode's forward sweep
       const int s = sizes[node];
       if (first == row0 && nd.rows == s && s <= kMaxLaneRows) {
-        with_lane_rows(s, [&](auto size) {
+        with_node_size<kMaxLaneRows>(s, [&](auto size) {
           constexpr int R = decltype(size)::value;
           Lanes<R> sum, v;
           load_lanes<R>(sum, t + first);
