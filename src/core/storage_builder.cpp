@@ -6,6 +6,8 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <numeric>
 #include <utility>
 
 #if defined(_OPENMP)
@@ -272,6 +274,60 @@ template <typename Index> Format row_format(const RowValues<Index> &row, const S
   default:
     return uniform_row_format(row, uniform_format(opts.mode));
   }
+}
+
+// The narrowest format that holds what a and b hold: their first common format
+// on the wider_format chains (fp16 and bf16: fp32; fp11_4 and fp32: fp64).
+Format join_formats(Format a, Format b)
+{
+  for (Format x = a;; x = wider_format(x)) {
+    for (Format y = b;; y = wider_format(y)) {
+      if (x == y) return x;
+      if (y == Format::fp64) break;
+    }
+    if (x == Format::fp64) return Format::fp64;
+  }
+}
+
+// The rows in a group of StorageOptions::format_group rows (1: none).
+int format_group_size(const StorageOptions &opts)
+{
+  return opts.mode == StorageMode::rowsplit ? 1 : std::max(opts.format_group, 1);
+}
+
+// Rows [first, end) of one format group, f[0 .. end - first) their own formats
+// on entry, the formats they are stored in on return (see
+// StorageOptions::format_group). The rule looks only at the rows' own formats
+// (and their fixed pattern): a group's formats change only where a row's own
+// format changes, which is what lets a value-only refill confirm a group by
+// confirming its rows (RowFormatCheck).
+template <typename Index>
+void join_group_formats(const std::vector<CsrView<Index>> &parts, Index first, Index end, Format *f)
+{
+  const Index n = end - first;
+  if (n < 2 || std::all_of(f + 1, f + n, [&](Format g) { return g == f[0]; })) return;
+  Format join           = f[0];
+  std::size_t narrowest = format_bytes(f[0]);
+  for (Index k = 1; k < n; ++k) {
+    join      = join_formats(join, f[k]);
+    narrowest = std::min(narrowest, format_bytes(f[k]));
+  }
+  if (std::find(f, f + n, join) == f + n || format_bytes(join) > 2 * narrowest) return;
+  for (const auto &p : parts)
+    for (Index i = first + 1; i < end; ++i)
+      if (!same_pattern(p, first, i)) return;
+  std::fill(f, f + n, join);
+}
+
+// formats: each row's own format on entry; the formats of the format groups on return.
+template <typename Index>
+void join_format_groups(const std::vector<CsrView<Index>> &parts, const StorageOptions &opts,
+                        std::vector<Format> &formats)
+{
+  const Index group = static_cast<Index>(format_group_size(opts)), nrows = static_cast<Index>(formats.size());
+  if (group < 2) return;
+  for (Index first = 0; first < nrows; first += group)
+    join_group_formats(parts, first, std::min<Index>(first + group, nrows), formats.data() + first);
 }
 
 template <typename Index> double mean_abs(const std::vector<CsrView<Index>> &parts)
@@ -1220,16 +1276,28 @@ double given_rowsplit_range(const StorageOptions &opts)
 // decided over the values of all parts (one part: the matrix): the check of a
 // value-only refill and of an optimistic build. A row without values in the
 // part may sit in a block of any format (runs absorb empty rows).
+// With format groups, a row's format is its group's (join_group_formats),
+// found once per group: the first of its rows asked decides them all (threads
+// may race to it; they write the same formats).
 template <typename Index> class RowFormatCheck {
 public:
   RowFormatCheck(std::vector<CsrView<Index>> parts, std::size_t part, const StorageOptions &opts)
-      : parts_(std::move(parts)), rowptr_(parts_[part].rowptr), opts_(opts), range_(given_rowsplit_range(opts))
+      : parts_(std::move(parts)), rowptr_(parts_[part].rowptr), opts_(opts), range_(given_rowsplit_range(opts)),
+        group_(format_group_size(opts))
   {
+    if (group_ < 2) return;
+    const std::size_t nrows = static_cast<std::size_t>(parts_.front().nrows);
+    decided_                = std::make_unique<std::atomic<std::int8_t>[]>(nrows);
+    for (std::size_t i = 0; i < nrows; ++i)
+      decided_[i].store(kUndecided, std::memory_order_relaxed);
   }
   bool operator()(std::int64_t row, Format f) const
   {
-    return rowptr_[row + 1] == rowptr_[row] ||
-           row_format(RowValues<Index>(parts_, static_cast<Index>(row)), opts_, range_) == f;
+    if (rowptr_[row + 1] == rowptr_[row]) return true;
+    if (group_ < 2) return row_format(RowValues<Index>(parts_, static_cast<Index>(row)), opts_, range_) == f;
+    std::int8_t g = decided_[row].load(std::memory_order_relaxed);
+    if (g == kUndecided) g = decide_group(row);
+    return static_cast<Format>(g) == f;
   }
   // the test that decides for the values of a block of format f without a
   // closer look (see FusedCheck), or none
@@ -1240,10 +1308,26 @@ public:
   }
 
 private:
+  static constexpr std::int8_t kUndecided = -1;
+  // The formats of row's group, recorded; row's.
+  std::int8_t decide_group(std::int64_t row) const
+  {
+    const Index first = static_cast<Index>(row - row % group_);
+    const Index end   = std::min<Index>(first + static_cast<Index>(group_), parts_.front().nrows);
+    std::vector<Format> f(static_cast<std::size_t>(end - first));
+    for (Index i = first; i < end; ++i)
+      f[static_cast<std::size_t>(i - first)] = row_format(RowValues<Index>(parts_, i), opts_, range_);
+    join_group_formats(parts_, first, end, f.data());
+    for (Index i = first; i < end; ++i)
+      decided_[i].store(static_cast<std::int8_t>(f[static_cast<std::size_t>(i - first)]), std::memory_order_relaxed);
+    return static_cast<std::int8_t>(f[static_cast<std::size_t>(row - first)]);
+  }
   const std::vector<CsrView<Index>> parts_;
   const Index *rowptr_;
   const StorageOptions opts_;
   const double range_;
+  const int group_;
+  std::unique_ptr<std::atomic<std::int8_t>[]> decided_; // per row, with groups: its group's format, or kUndecided
 };
 
 // Fewer nodes or rows than this in a block are written by one thread (a team
@@ -1775,6 +1859,7 @@ void check_options(const StorageOptions &opts)
   if (opts.mode == StorageMode::rowsplit &&
       (!(opts.range_factor > 0.0) || !(opts.row_fraction >= 0.0 && opts.row_fraction <= 1.0)))
     throw StorageError("petscmp: rowsplit needs a positive range factor and a row fraction in [0, 1]");
+  if (opts.format_group < 0) throw StorageError("petscmp: a format group must be 0 or 1 (none) or a number of rows");
 }
 
 // The options of the layout and of the writing, for builds and refills.
@@ -1883,6 +1968,7 @@ std::vector<Format> choose_row_formats(const std::vector<CsrView<Index>> &parts,
   std::vector<Format> formats(static_cast<std::size_t>(nrows), Format::fp64);
   for (Index i = 0; i < nrows; ++i)
     formats[i] = row_format(RowValues<Index>(parts, i), opts, r);
+  join_format_groups(parts, opts, formats);
   return formats;
 }
 
@@ -2079,7 +2165,7 @@ bool refill_part(const std::vector<CsrView<Index>> &parts, std::size_t part, con
   check_options(opts);
   if (!refill_possible(csr, opts, copy)) return false;
   const RowFormatCheck<Index> check(parts, part, opts);
-  return rewrite_values(csr, opts, copy, check, [&](Format f) { return check.fused_check(f); });
+  return rewrite_values(csr, opts, copy, std::cref(check), [&](Format f) { return check.fused_check(f); });
 }
 } // namespace
 
@@ -2325,10 +2411,14 @@ template <typename Index> Index run_starting_at(const CsrView<Index> &csr, Index
   return start == row ? run : Index(-1);
 }
 
-// Consecutive row ranges of about step_nnz nonzeros, each starting with a run of parts[0].
+// Consecutive row ranges of about step_nnz nonzeros, each starting with a run of parts[0] and a format group (its
+// rows' formats are decided together: a range holds whole groups).
 template <typename Index>
-std::vector<RowRange<Index>> row_ranges(const std::vector<CsrView<Index>> &parts, std::int64_t step_nnz)
+std::vector<RowRange<Index>> row_ranges(const std::vector<CsrView<Index>> &parts, std::int64_t step_nnz,
+                                        const StorageOptions &opts)
 {
+  const Index group          = static_cast<Index>(format_group_size(opts));
+  const Index align          = std::lcm(static_cast<Index>(kSliceRows), group);
   const CsrView<Index> &lead = parts.front();
   const Index nrows          = lead.nrows;
   auto nnz_before            = [&](Index row) {
@@ -2350,7 +2440,9 @@ std::vector<RowRange<Index>> row_ranges(const std::vector<CsrView<Index>> &parts
     // slice (within a few runs), so that the sliced blocks of neighbouring ranges can be joined (merge_ranges)
     while (row < nrows && nnz_before(row) < target)
       row += lead.run_sizes ? lead.run_sizes[run++] : 1;
-    for (int more = 0; row < nrows && row % kSliceRows != 0 && more < 4 * kSliceRows; ++more)
+    for (int more = 0; row < nrows && row % align != 0 && more < 4 * kSliceRows; ++more)
+      row += lead.run_sizes ? lead.run_sizes[run++] : 1;
+    while (row < nrows && row % group != 0)
       row += lead.run_sizes ? lead.run_sizes[run++] : 1;
     cuts.push_back(row);
   }
@@ -2641,7 +2733,7 @@ void build_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::int64_t st
   }
   std::vector<CompactPart<Index>> pieces(parts.size());
   std::vector<std::vector<Index>> rowptrs(parts.size());
-  for (const RowRange<Index> &r : row_ranges(views, step_nnz)) {
+  for (const RowRange<Index> &r : row_ranges(views, step_nnz, parts.front().opts)) {
     for (std::size_t i = 0; i < parts.size(); ++i) {
       pieces[i]                  = CompactPart<Index>();
       pieces[i].csr              = range_view(views[i], r, i, rowptrs[i]);
@@ -2750,7 +2842,7 @@ bool refill_compact_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::i
     nnz += v.nrows ? v.rowptr[v.nrows] : 0;
   std::vector<RowRange<Index>> ranges(1); // (the whole matrix in one step)
   ranges[0].end = nrows;
-  if (step_nnz > 0 && nnz > step_nnz) ranges = row_ranges(views, step_nnz);
+  if (step_nnz > 0 && nnz > step_nnz) ranges = row_ranges(views, step_nnz, parts.front().opts);
   std::int64_t given_back = 0; // rows [0, given_back) of every part are given back: their values are in the copies
   bool kept               = true;
   for (const RowRange<Index> &r : ranges) {

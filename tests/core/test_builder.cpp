@@ -2050,3 +2050,136 @@ TYPED_TEST(BuilderTest, SplitPlanesStreamedBeyondTheCaches)
         expect_segments(A, big2, storage_mode_segments(mode));
       }
 }
+
+// ---- format groups (StorageOptions::format_group) ---------------------------------------
+
+namespace {
+// Lossless classes: exact in fp16; in bf16 only; in fp32 only; in fp64 only.
+double group_class_value(int cls, std::mt19937_64 &rng)
+{
+  const double k = static_cast<double>(1 + rng() % 200);
+  switch (cls) {
+  case 0:
+    return k / 8;
+  case 1:
+    return 3.0 * std::ldexp(1.0, 17 + static_cast<int>(rng() % 20));
+  case 2:
+    return 1.0 + k * 0x1p-22;
+  default:
+    return 1.0 + k * 0x1p-45;
+  }
+}
+} // namespace
+
+// Rows of one block (3 rows, one pattern) share a format where one of them
+// needs the widest and it is at most twice the narrowest's bytes; otherwise,
+// and with other patterns, each row keeps its own; rowsplit chooses per row.
+TYPED_TEST(BuilderTest, FormatGroupsJoinTheRowsOfABlock)
+{
+  const double h = 1.5, s = 1.0 + 0x1p-20, d = 1.0 + 0x1p-40, b = 3.0 * 0x1p20; // fp16, fp32, fp64, bf16-exact
+  const std::vector<double> H(6, h), S(6, s), D(6, d), B(6, b), S5(5, s);
+  using F = Format;
+  struct Group {
+    std::vector<std::vector<double>> rows;
+    std::vector<F> own, grouped;
+  };
+  const std::vector<Group> groups = {
+      {{H, S, H}, {F::fp16, F::fp32, F::fp16}, {F::fp32, F::fp32, F::fp32}},  // fp32 is 2x fp16: joined
+      {{H, D, H}, {F::fp16, F::fp64, F::fp16}, {F::fp16, F::fp64, F::fp16}},  // fp64 is 4x: pieces
+      {{S, D, S}, {F::fp32, F::fp64, F::fp32}, {F::fp64, F::fp64, F::fp64}},  // joined in fp64
+      {{H, B, H}, {F::fp16, F::bf16, F::fp16}, {F::fp16, F::bf16, F::fp16}},  // their join fp32 is no row's
+      {{H, S5, H}, {F::fp16, F::fp32, F::fp16}, {F::fp16, F::fp32, F::fp16}}, // another pattern
+      {{H, S}, {F::fp16, F::fp32}, {F::fp32, F::fp32}}};                      // the last group, 2 rows
+  std::vector<std::vector<double>> rows;
+  std::vector<F> own, grouped;
+  for (const Group &g : groups) {
+    rows.insert(rows.end(), g.rows.begin(), g.rows.end());
+    own.insert(own.end(), g.own.begin(), g.own.end());
+    grouped.insert(grouped.end(), g.grouped.begin(), g.grouped.end());
+  }
+  const TestCsr<TypeParam> m = make_csr<TypeParam>(rows);
+  const std::vector<CsrView<TypeParam>> views{m.view()};
+  for (Layout layout : {Layout::automatic, Layout::node, Layout::sliced}) {
+    SCOPED_TRACE(layout_name(layout));
+    StorageOptions opts = with_mode(StorageMode::lossless, layout);
+    EXPECT_EQ(choose_row_formats(views, opts), own);
+    opts.format_group = 3;
+    EXPECT_EQ(choose_row_formats(views, opts), grouped);
+    check_compact(build_compact_csr(m.view(), opts), m, grouped);
+  }
+  // fp16 storage: rows beyond fp16's range fall back to fp32 (joined with the block) or fp64 (not joined)
+  const std::vector<double> big(6, 1e6), huge(6, 1e300);
+  const TestCsr<TypeParam> u = make_csr<TypeParam>({H, big, H, H, huge, H});
+  StorageOptions opts        = with_mode(StorageMode::fp16);
+  opts.format_group          = 3;
+  const std::vector<F> want  = {F::fp32, F::fp32, F::fp32, F::fp16, F::fp64, F::fp16};
+  EXPECT_EQ(choose_row_formats(std::vector<CsrView<TypeParam>>{u.view()}, opts), want);
+  check_compact(build_compact_csr(u.view(), opts), u, want);
+  // rowsplit: per row, group or not
+  opts                = with_mode(StorageMode::rowsplit);
+  opts.mean_abs_value = 10.0;
+  const auto per_row  = choose_row_formats(std::vector<CsrView<TypeParam>>{u.view()}, opts);
+  opts.format_group   = 3;
+  EXPECT_EQ(choose_row_formats(std::vector<CsrView<TypeParam>>{u.view()}, opts), per_row);
+  opts.format_group = -1;
+  EXPECT_THROW(choose_row_formats(std::vector<CsrView<TypeParam>>{u.view()}, opts), StorageError);
+}
+
+// A value-only refill confirms each row as it writes it (most rows by a test
+// fused with the encoding, which sees only the row), yet a group's formats
+// depend on all its rows: the refill must succeed exactly when the formats a
+// build would choose are the stored ones, and then store what that build
+// stores. Random blocks of 3 rows whose rows change class at random, in every
+// layout, with one thread and three.
+TYPED_TEST(BuilderTest, FormatGroupsRefillExactlyWhenNoGroupChanges)
+{
+  std::mt19937_64 rng(29);
+  for (StorageMode mode :
+       {StorageMode::lossless, StorageMode::fp16, StorageMode::bf16, StorageMode::fp32, StorageMode::tolerance})
+    for (Layout layout : {Layout::automatic, Layout::node, Layout::sliced, Layout::csr})
+      for (int threads : {1, 3}) {
+        SCOPED_TRACE(std::string(storage_mode_name(mode)) + " layout " + layout_name(layout) + " threads " +
+                     std::to_string(threads));
+        TestCsr<TypeParam> m;
+        std::vector<int> cls;
+        for (int g = 0; g < 700; ++g) { // 7 blocks in 8 of one pattern (a few with a shorter middle row)
+          const std::size_t len = 5 + rng() % 26;
+          const bool broken     = rng() % 8 == 0;
+          for (int r = 0; r < 3; ++r) {
+            cls.push_back(static_cast<int>(rng() % 4));
+            std::vector<double> row(broken && r == 1 ? len - 1 : len);
+            for (auto &v : row)
+              v = group_class_value(cls.back(), rng);
+            m.add_row(row);
+          }
+        }
+        StorageOptions opts = with_mode(mode, layout);
+        opts.format_group   = 3;
+        opts.threads        = threads;
+        const std::vector<CsrView<TypeParam>> views{m.view()};
+        CompactCsr copy = build_compact_csr(m.view(), opts);
+        int refilled = 0, refused = 0;
+        for (int round = 0; round < 12; ++round) {
+          const auto before = choose_row_formats(views, opts);
+          for (int k = 0; k < 1 + round % 3; ++k) { // a few rows change class (their block may keep its formats)
+            const auto row = static_cast<std::size_t>(rng() % static_cast<std::uint64_t>(m.nrows));
+            const int c    = static_cast<int>(rng() % 4);
+            for (auto i = m.rowptr[row]; i < m.rowptr[row + 1]; ++i)
+              m.vals[static_cast<std::size_t>(i)] = mode == StorageMode::lossless ? group_class_value(c, rng)
+                                                                                  : (c == 3   ? 1e300
+                                                                                     : c == 2 ? 1e6
+                                                                                              : 1.0) *
+                                                                                        (1 + rng() % 7);
+          }
+          const auto after = choose_row_formats(views, opts);
+          const bool kept  = refill_compact_values(m.view(), opts, copy);
+          ASSERT_EQ(kept, before == after) << "round " << round;
+          kept ? ++refilled : ++refused;
+          if (!kept) copy = build_compact_csr(m.view(), opts);
+          check_compact(copy, m, after);
+          expect_same_copy(copy, build_compact_csr(m.view(), opts));
+        }
+        EXPECT_GT(refilled, 0);
+        EXPECT_GT(refused, 0);
+      }
+}

@@ -127,12 +127,13 @@ struct Case {
   Shape shape;
   int node_rows;
   std::int64_t step;
+  int group = 1; // StorageOptions::format_group: the ranges must hold whole groups
 };
 
 std::string case_name(const Case &c)
 {
   return std::string(storage_mode_name(c.mode)) + "_" + shape_name(c.shape) + "_nodes" + std::to_string(c.node_rows) +
-         "_step" + std::to_string(c.step);
+         "_step" + std::to_string(c.step) + (c.group > 1 ? "_group" + std::to_string(c.group) : "");
 }
 
 // gtest prints a parameter by its name (not its bytes, whose padding is uninitialised)
@@ -153,6 +154,7 @@ TEST_P(BuildByRows, OnePartIsTheWholeBuild)
   opts.mode                  = c.mode;
   opts.own_indices           = true;
   opts.order                 = c.node_rows > 1 ? SumOrder::paired : SumOrder::sequential;
+  opts.format_group          = c.group;
   CsrView<std::int32_t> view = mats[0].view();
   view.run_sizes             = runs.data();
   view.runs                  = static_cast<std::int32_t>(runs.size());
@@ -186,8 +188,9 @@ TEST_P(BuildPartsByRows, EachRowDecidedOverBothParts)
   std::vector<Matrix<std::int32_t>> mats{random_matrix<std::int32_t>(1500, 1500, c.shape, 8u, recipe),
                                          random_matrix<std::int32_t>(1500, 300, Shape::fragmented, 9u, recipe)};
   StorageOptions opts;
-  opts.mode        = c.mode;
-  opts.own_indices = true;
+  opts.mode         = c.mode;
+  opts.own_indices  = true;
+  opts.format_group = c.group;
   std::vector<CompactPart<std::int32_t>> whole(2), parts(2);
   for (int i = 0; i < 2; ++i) {
     whole[i].csr = parts[i].csr = mats[static_cast<std::size_t>(i)].view();
@@ -213,7 +216,9 @@ std::vector<Case> all_cases(bool row_wise_only)
       for (Shape s : {Shape::fragmented, Shape::runs, Shape::mostly_empty})
         for (int nodes : {1, 4})
           for (std::int64_t step : {0, 1, 500, 5000})
-            cases.push_back({m, s, nodes, step});
+            for (int group : {1, 3})
+              if (group == 1 || (nodes > 1 && m != StorageMode::entrysplit))
+                cases.push_back({m, s, nodes, step, group});
   return cases;
 }
 

@@ -75,6 +75,7 @@ struct Case {
   int node_rows;
   std::int64_t step;
   Widen widen;
+  int group = 1; // StorageOptions::format_group
 };
 
 std::string case_name(const Case &c)
@@ -83,7 +84,8 @@ std::string case_name(const Case &c)
          "_step" + std::to_string(c.step) +
          (c.widen == Widen::none       ? "_sameformats"
           : c.widen == Widen::late_row ? "_newformat"
-                                       : "_newformat_first");
+                                       : "_newformat_first") +
+         (c.group > 1 ? "_group" + std::to_string(c.group) : "");
 }
 void PrintTo(const Case &c, std::ostream *os)
 {
@@ -174,8 +176,9 @@ TEST_P(RefillByRows, IsTheWholeBuildOfTheNewValues)
     old_opts.mode = new_opts.mode = c.mode;
     old_opts.own_indices = new_opts.own_indices = true;
     old_opts.order = new_opts.order = c.node_rows > 1 ? SumOrder::paired : SumOrder::sequential;
-    old_opts.mean_abs_value         = 1e10; // (rowsplit: every row within the range, in fp32 where it fits)
-    new_opts.mean_abs_value         = 2e10;
+    old_opts.format_group = new_opts.format_group = c.group;
+    old_opts.mean_abs_value = 1e10; // (rowsplit: every row within the range, in fp32 where it fits)
+    new_opts.mean_abs_value = 2e10;
     std::vector<CompactPart<std::int32_t>> expected(nparts), parts(nparts);
     for (int i = 0; i < nparts; ++i) {
       parts[i].csr  = olds[i].view();
@@ -184,16 +187,27 @@ TEST_P(RefillByRows, IsTheWholeBuildOfTheNewValues)
     update_compact_parts(parts);
     // a late row gets values that need another format (in the off-diagonal part when there are
     // two: its rows decide with the other's)
-    Mat &late            = news.back();
     std::int32_t widened = -1;
     if (c.widen != Widen::none) {
       const CompactCsr &stored = parts.back().copy;
       const CompactRowMap map(stored);
-      for (std::int32_t i = c.widen == Widen::late_row ? late.nrows / 2 : 0; i < late.nrows && widened < 0; ++i)
+      auto formats = [&](const std::vector<Mat> &mats) {
+        std::vector<CsrView<std::int32_t>> views;
+        for (const Mat &m : mats)
+          views.push_back(m.view());
+        return choose_row_formats(views, new_opts);
+      };
+      const std::vector<Format> unchanged = formats(news);
+      const Mat &late                     = news.back(); // (news is replaced as a whole below: the loop ends then)
+      const std::int32_t nrows            = late.nrows;
+      for (std::int32_t i = c.widen == Widen::late_row ? nrows / 2 : 0; widened < 0 && i < nrows; ++i)
         if (late.rowptr[i + 1] > late.rowptr[i] && row_can_change(stored, map, i, c.mode)) {
-          for (Mat &m : news) // (tolerance: the row's values in every part; else the one value in `late`)
-            if (&m == &late || c.mode == StorageMode::tolerance) change_row(m, i, c.mode);
+          std::vector<Mat> changed = news;
+          for (Mat &m : changed) // (tolerance: the row's values in every part; else the one value in `late`)
+            if (&m == &changed.back() || c.mode == StorageMode::tolerance) change_row(m, i, c.mode);
+          if (c.group > 1 && formats(changed) == unchanged) continue; // (its group keeps a wider format)
           widened = i;
+          news    = std::move(changed);
         }
     }
     for (int i = 0; i < nparts; ++i) {
@@ -240,7 +254,8 @@ std::vector<Case> all_cases()
       for (int nodes : {1, 4})
         for (std::int64_t step : {0, 500, 5000})
           for (Widen widen : {Widen::none, Widen::first_row, Widen::late_row})
-            cases.push_back({m, s, nodes, step, widen});
+            for (int group : {1, 3})
+              if (group == 1 || nodes > 1) cases.push_back({m, s, nodes, step, widen, group});
   return cases;
 }
 

@@ -242,6 +242,123 @@ static PetscErrorCode CheckLayouts(Mat Amp, Mat Aaij, PetscBool inode, const cha
   PetscFunctionReturn(0);
 }
 
+/* The test matrix on comm with block size 3 (its nodes: 3 rows of one pattern), of type `type`, stored as `storage`;
+   prefix: an options prefix (to set options for this matrix only), or NULL. */
+static PetscErrorCode CreateBlockMatrix(MPI_Comm comm, MatType type, MatAIJMPStorage storage, const TestMatOpts *o,
+                                        const char *prefix, Mat *A)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MatCreate(comm, A));
+  PetscCall(MatSetSizes(*A, PETSC_DECIDE, PETSC_DECIDE, o->M, o->N));
+  PetscCall(MatSetBlockSize(*A, 3));
+  if (prefix) PetscCall(MatSetOptionsPrefix(*A, prefix));
+  PetscCall(MatSetType(*A, type));
+  PetscCall(MatSetFromOptions(*A));
+  PetscCall(MatSeqAIJSetPreallocation(*A, 12, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(*A, 12, NULL, 12, NULL));
+  if (!strcmp(type, MATAIJMP)) PetscCall(MatAIJMPSetStorage(*A, storage));
+  if (!strcmp(type, MATELLMP)) PetscCall(MatELLMPSetStorage(*A, storage));
+  PetscCall(TestMatSetEntries(*A, o, 1.0));
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(0);
+}
+
+/* The nonzeros per storage format that -mat_view ::ascii_info reports for A (summed over its ranks): A viewed into a
+   file of its own, read back by every rank of A. Works for aijmp and ellmp (ellmp has no MatAIJMPGetInfo). */
+static PetscErrorCode ViewedFormatNonzeros(Mat A, const char *name, PetscInt64 nnz[PETSCMP_NUM_FORMATS])
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)A);
+  PetscViewer viewer;
+  char        path[PETSC_MAX_PATH_LEN], line[1024];
+  PetscMPIInt rank;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCall(PetscSNPrintf(path, sizeof path, "petscmp_block_formats_%s_%d.txt", name, (int)rank));
+  PetscCallMPI(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, comm)); /* (the file of A's first rank) */
+  PetscCall(PetscViewerASCIIOpen(comm, path, &viewer));
+  PetscCall(PetscViewerPushFormat(viewer, PETSC_VIEWER_ASCII_INFO));
+  PetscCall(MatView(A, viewer));
+  PetscCall(PetscViewerPopFormat(viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCallMPI(MPI_Barrier(comm));
+  for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) nnz[f] = 0; /* (formats the view does not list hold none) */
+  FILE *fp = fopen(path, "r");
+  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot read %s", path);
+  while (fgets(line, sizeof line, fp)) {
+    char          format[32];
+    long long     rows, nonzeros;
+    if (sscanf(line, " %31s %lld %lld", format, &rows, &nonzeros) != 3) continue;
+    for (int f = 0; f < PETSCMP_NUM_FORMATS; f++)
+      if (!strcmp(format, PetscMPFormats[f])) nnz[f] = nonzeros;
+  }
+  fclose(fp);
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscMPIInt size;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  if (size == 1 || rank == 0) (void)remove(path);
+  PetscFunctionReturn(0);
+}
+
+/* Block formats (-mat_aijmp_block_formats, -mat_ellmp_block_formats, on by default): the rows of a block of 3 with
+   one pattern share a format, so a row's format depends on its block alone: every rank count stores the formats of one
+   process (the nonzeros per format, summed over ranks, and for aijmp the rows per format of MatAIJMPGetInfo, equal the
+   serial matrix's), which differ from the formats of each row alone; lossless products stay AIJ's bit for bit. */
+static PetscErrorCode CheckBlockFormats(PetscInt M)
+{
+  const MatType         types[]    = {MATAIJMP, MATELLMP};
+  const MatAIJMPStorage storages[] = {MAT_AIJMP_LOSSLESS, MAT_AIJMP_FP16};
+  TestMatOpts           o;
+  char                  label[128];
+
+  PetscFunctionBeginUser;
+  TestMatOptsDefault(&o, 3 * (M / 3));
+  o.inode     = PETSC_TRUE;
+  o.valuekind = VAL_MIXED;
+  PetscCall(PetscOptionsSetValue(NULL, "-rowwise_mat_aijmp_block_formats", "0"));
+  PetscCall(PetscOptionsSetValue(NULL, "-rowwise_mat_ellmp_block_formats", "0"));
+  for (int t = 0; t < 2; t++)
+    for (int s = 0; s < 2; s++) {
+      Mat        A, serial, rowwise, aij;
+      PetscInt64 na[PETSCMP_NUM_FORMATS], ns[PETSCMP_NUM_FORMATS], nr[PETSCMP_NUM_FORMATS];
+      PetscBool  differ = PETSC_FALSE;
+
+      PetscCall(PetscSNPrintf(label, sizeof label, "block formats, %s %s", types[t], MatAIJMPStorages[storages[s]]));
+      PetscCall(CreateBlockMatrix(PETSC_COMM_WORLD, types[t], storages[s], &o, NULL, &A));
+      PetscCall(CreateBlockMatrix(PETSC_COMM_SELF, types[t], storages[s], &o, NULL, &serial));
+      PetscCall(CreateBlockMatrix(PETSC_COMM_SELF, types[t], storages[s], &o, "rowwise_", &rowwise));
+      PetscCall(ViewedFormatNonzeros(A, "all", na));
+      PetscCall(ViewedFormatNonzeros(serial, "serial", ns));
+      PetscCall(ViewedFormatNonzeros(rowwise, "rowwise", nr));
+      for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) {
+        differ = (PetscBool)(differ || nr[f] != ns[f]);
+        TEST_CHECK(PETSC_COMM_WORLD, na[f] == ns[f], "%s: %" PetscInt64_FMT " nonzeros in %s on %d ranks, %" PetscInt64_FMT " on one", label,
+                   na[f], PetscMPFormats[f], (int)PetscGlobalSize, ns[f]);
+      }
+      TEST_CHECK(PETSC_COMM_WORLD, differ, "%s: the formats of the rows alone are those of the blocks", label);
+      if (t == 0) {
+        MatAIJMPInfo ia, is;
+        PetscCall(MatAIJMPGetInfo(A, &ia));
+        PetscCall(MatAIJMPGetInfo(serial, &is));
+        for (int f = 0; f < PETSCMP_NUM_FORMATS; f++)
+          TEST_CHECK(PETSC_COMM_WORLD, ia.rows[f] == is.rows[f] && ia.nnz[f] == na[f], "%s: %" PetscInt64_FMT " rows in %s on %d ranks, %" PetscInt64_FMT " on one", label,
+                     ia.rows[f], PetscMPFormats[f], (int)PetscGlobalSize, is.rows[f]);
+      }
+      if (storages[s] == MAT_AIJMP_LOSSLESS) {
+        PetscCall(CreateBlockMatrix(PETSC_COMM_WORLD, MATAIJ, storages[s], &o, NULL, &aij));
+        PetscCall(CheckProducts(A, aij, PETSC_TRUE, 0, label, NULL));
+        PetscCall(MatDestroy(&aij));
+      }
+      PetscCall(MatDestroy(&A));
+      PetscCall(MatDestroy(&serial));
+      PetscCall(MatDestroy(&rowwise));
+    }
+  PetscCall(PetscOptionsClearValue(NULL, "-rowwise_mat_aijmp_block_formats"));
+  PetscCall(PetscOptionsClearValue(NULL, "-rowwise_mat_ellmp_block_formats"));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscMPIInt size;
@@ -347,6 +464,8 @@ int main(int argc, char **argv)
     PetscCall(MatDestroy(&Amp));
     PetscCall(MatDestroy(&Aaij));
   }
+
+  PetscCall(CheckBlockFormats(M));
 
   int rc = TestFinish();
   PetscCall(PetscFinalize());

@@ -95,6 +95,13 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                                    "node",
                              man("MatAIJMPSetLayout"), MatAIJMPLayouts, (PetscEnum)layout, (PetscEnum *)&layout, &flg));
   if (flg) s.opts.layout = static_cast<Layout>(layout);
+  PetscBool block_formats = s.opts.format_group == 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(PetscOptionsBool(OptionName(family, "block_formats"),
+                             "The rows of one block (MatSetBlockSize, one column pattern) share one storage format, "
+                             "the widest they need, where that is at most twice the narrowest's bytes (nodes stored "
+                             "whole, not in pieces per format)",
+                             man("MatAIJMPSetStorage"), block_formats, &block_formats, &flg));
+  if (flg) s.opts.format_group = block_formats ? 0 : 1;
   if (is_aijmp(family)) {
     PetscCall(
         PetscOptionsEnum("-mat_aijmp_kernel",
@@ -128,13 +135,14 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
     PetscCheck(step >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
                "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
                step);
-    s.assembly_step = step;
+    s.assembly_step    = step;
     PetscBool aij_copy = s.sor_aij_copy ? PETSC_TRUE : PETSC_FALSE;
-    PetscCall(PetscOptionsBool("-mat_ellmp_sor_aij_copy",
-                               "MatSOR on an AIJ copy of the matrix (AIJ's memory while the matrix lives) instead of on "
-                               "the stored rows (the copy is always used for SOR_APPLY_UPPER with inodes and for "
-                               "Eisenstat on several ranks)",
-                               "MATELLMP", aij_copy, &aij_copy, nullptr));
+    PetscCall(
+        PetscOptionsBool("-mat_ellmp_sor_aij_copy",
+                         "MatSOR on an AIJ copy of the matrix (AIJ's memory while the matrix lives) instead of on "
+                         "the stored rows (the copy is always used for SOR_APPLY_UPPER with inodes and for "
+                         "Eisenstat on several ranks)",
+                         "MATELLMP", aij_copy, &aij_copy, nullptr));
     s.sor_aij_copy = aij_copy;
   }
   PetscCall(PetscOptionsInt(
@@ -182,6 +190,9 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
   }
   if (!(s.explicitly_set & kSetReadLevel))
     PetscCall(PetscOptionsGetInt(options, prefix, OptionName(family, "read_level"), &s.read_segments, nullptr));
+  PetscBool block_formats = s.opts.format_group == 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(PetscOptionsGetBool(options, prefix, OptionName(family, "block_formats"), &block_formats, &flg));
+  if (flg) s.opts.format_group = block_formats ? 0 : 1;
   PetscCall(AIJMPCheckSplit(A, s, family));
   if (!is_aijmp(family)) {
     PetscInt sigma = s.opts.sort_window;
@@ -193,7 +204,7 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
     PetscCheck(step >= 0, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_OUTOFRANGE,
                "-mat_ellmp_assembly_step must be 0 (automatic) or a positive number of nonzeros, not %" PetscInt_FMT,
                step);
-    s.assembly_step = step;
+    s.assembly_step    = step;
     PetscBool aij_copy = s.sor_aij_copy ? PETSC_TRUE : PETSC_FALSE;
     PetscCall(PetscOptionsGetBool(options, prefix, "-mat_ellmp_sor_aij_copy", &aij_copy, nullptr));
     s.sor_aij_copy = aij_copy;
@@ -335,7 +346,8 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
   PetscFunctionReturn(0);
 }
 
-PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s, const char *family)
+PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s, int format_group,
+                             const char *family)
 {
   PetscInt64 nnz = 0;
 
@@ -379,6 +391,12 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
       layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, PetscMin(info.shifted_rows, rows),
       PetscMin(info.narrow_rows, rows), info.stored,
       info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
+  if (format_group > 1 && s.opts.mode != StorageMode::rowsplit && s.opts.mode != StorageMode::entrysplit)
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer,
+                               "  block formats: the rows of a block of %d with one column pattern share a format "
+                               "where it is at most twice the narrowest's bytes (-mat_%s_block_formats)\n",
+                               format_group, family));
   if (!is_aijmp(family))
     PetscCall(PetscViewerASCIIPrintf(
         viewer, "  sigma %d: %s (%" PetscInt64_FMT " windows sorted)\n", s.opts.sort_window,
@@ -498,8 +516,10 @@ static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change
 +  A - the matrix
 -  storage - see `MatAIJMPStorage`
 
-   Options Database Key:
-.  -mat_aijmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit,split2,split4> - the storage
+   Options Database Keys:
++  -mat_aijmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit,split2,split4> - the storage
+-  -mat_aijmp_block_formats <true,false> - the rows of one block (block size > 1, one column pattern) share the widest
+   format they need where that is at most twice the narrowest's bytes (default true; not in rowsplit)
 
    Notes:
    Every mode but `MAT_AIJMP_LOSSLESS`, `MAT_AIJMP_SPLIT2` and `MAT_AIJMP_SPLIT4` may change the operator a Krylov

@@ -29,7 +29,12 @@ struct RowReadLevels {
 
 // Settings of one matrix (for an MPI matrix, the parent's, pushed to its blocks).
 struct AIJMPSettings {
-  StorageOptions opts;
+  // format_group 0: the matrix's block size (-mat_aijmp_block_formats, on), resolved at each build (AIJMPFormatGroup)
+  StorageOptions opts = [] {
+    StorageOptions o;
+    o.format_group = 0;
+    return o;
+  }();
   PetscInt nthreads     = 0; // 0: openmp::default_thread_count()
   MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_AUTO;
   // auto, lossless, a copy that saves under 10% of AIJ's inode bytes: AIJ products before the timed trial (< 0: never)
@@ -278,8 +283,16 @@ inline std::int64_t AssemblyStep(const AIJMPSettings &settings, std::int64_t nnz
 // null; out, the new copies. own_indices: every block stores its column indices (ellmp).
 // temporary (with own_indices): Ad and Ao belong to an assembly matrix destroyed right after, unread: new copies are
 // built a range of rows at a time (build_compact_parts_by_rows) and the memory of the stored rows is given back.
-PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, bool own_indices,
-                               bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
+// The rows of A that share one storage format (StorageOptions::format_group): A's block size where the
+// setting is 0 (-mat_aijmp_block_formats, -mat_ellmp_block_formats), else the setting (1: each row alone).
+inline int AIJMPFormatGroup(Mat A, const StorageOptions &o)
+{
+  return o.format_group == 0 ? static_cast<int>(PetscMax(A->rmap->bs, 1)) : o.format_group; // (bs -1: not set)
+}
+// format_group: AIJMPFormatGroup of the MPI matrix (the rows of a block are on one rank: PETSc's layouts start every
+// rank at a multiple of the block size).
+PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, int format_group,
+                               bool own_indices, bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
                                std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o,
                                bool temporary = false);
 // A read level needs split storage of as many segments, and the compact kernel (checked before each product; an MPI
@@ -300,7 +313,8 @@ PetscErrorCode AIJInodeBytes(Mat A, double *bytes, double *node_columns, PetscIn
 PetscErrorCode AIJMPComposeTypeKeyed(Mat B, bool seq, bool on);
 PetscErrorCode MatProductSetFromOptions_AIJMP(Mat C);
 PetscErrorCode MatCreateGraph_AIJMP(Mat A, PetscBool sym, PetscBool scale, PetscReal filter, Mat *graph);
-PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s,
+// format_group: AIJMPFormatGroup of the matrix viewed
+PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s, int format_group,
                              const char *family = "aijmp");
 
 } // namespace petscmp

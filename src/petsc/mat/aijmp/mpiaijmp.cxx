@@ -10,8 +10,8 @@
 namespace petscmp {
 PetscErrorCode MatConvert_SeqAIJMP_SeqAIJ_Fn(Mat A, MatType, MatReuse reuse, Mat *newmat);
 
-PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, bool own_indices,
-                               bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
+PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSettings &settings, int format_group,
+                               bool own_indices, bool same_d, bool same_o, std::unique_ptr<CompactCsr> &cd,
                                std::unique_ptr<CompactCsr> &co, bool *refilled_d, bool *refilled_o, bool temporary)
 {
   CsrView<PetscInt> vd, vo;
@@ -23,6 +23,7 @@ PetscErrorCode AIJMPBuildParts(MPI_Comm comm, Mat Ad, Mat Ao, const AIJMPSetting
   StorageOptions od = base, oo = base;
   od.threads = oo.threads = AIJMPThreadCount(settings);
   od.own_indices = oo.own_indices = own_indices;
+  od.format_group = oo.format_group = format_group;
   PetscCall(SeqAIJMPSumOrder(Ad, &od.order));
   PetscCall(SeqAIJMPSumOrder(Ao, &oo.order));
   if (base.mode == StorageMode::rowsplit && base.mean_abs_value < 0) { // the range is a mean over all ranks
@@ -140,8 +141,8 @@ PetscErrorCode prepare(Mat A, bool need_copies = false)
   bool same_d = false, same_o = false, refilled_d = false, refilled_o = false;
   PetscCall(SeqAIJMPTakeCompact(Ad, cd, &same_d)); // their layout or at least their memory is reused
   PetscCall(SeqAIJMPTakeCompact(Ao, co, &same_o));
-  PetscCall(AIJMPBuildParts(PetscObjectComm((PetscObject)A), Ad, Ao, d->settings, false, same_d, same_o, cd, co,
-                            &refilled_d, &refilled_o));
+  PetscCall(AIJMPBuildParts(PetscObjectComm((PetscObject)A), Ad, Ao, d->settings, AIJMPFormatGroup(A, d->settings.opts),
+                            false, same_d, same_o, cd, co, &refilled_d, &refilled_o));
   PetscCall(SeqAIJMPSetSettings(Ad, d->settings));
   PetscCall(SeqAIJMPSetSettings(Ao, d->settings));
   PetscCall(SeqAIJMPInstall(Ad, std::move(cd), refilled_d));
@@ -273,7 +274,7 @@ PetscErrorCode MatView_MPIAIJMP(Mat A, PetscViewer viewer)
   if (format != PETSC_VIEWER_ASCII_INFO && format != PETSC_VIEWER_ASCII_INFO_DETAIL) PetscFunctionReturn(0);
   MatAIJMPInfo info;
   PetscCall(MatAIJMPGetInfo_MPIAIJMP(A, &info));
-  PetscCall(AIJMPViewInfo(viewer, info, data_of(A)->settings));
+  PetscCall(AIJMPViewInfo(viewer, info, data_of(A)->settings, AIJMPFormatGroup(A, data_of(A)->settings.opts)));
   PetscFunctionReturn(0);
 }
 

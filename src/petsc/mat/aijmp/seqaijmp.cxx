@@ -39,6 +39,7 @@ PetscErrorCode build_compact(Mat A)
   PetscCall(SeqAIJBuildView(A, view));
   StorageOptions opts = d->settings.opts;
   opts.threads        = AIJMPThreadCount(d->settings);
+  opts.format_group   = AIJMPFormatGroup(A, opts);
   PetscCall(SeqAIJMPSumOrder(A, &opts.order));
   std::unique_ptr<CompactCsr> old;
   bool same_pattern = false, value_only = false;
@@ -105,8 +106,9 @@ PetscErrorCode choose_by_bytes(Mat A, KernelSelection &sel)
   double aij = 0.0, node_columns = 0.0;
   CsrView<PetscInt> view;
   std::vector<Format> formats;
-  const AIJMPSettings &s     = data_of(A)->settings;
-  const StorageOptions &opts = s.opts;
+  const AIJMPSettings &s = data_of(A)->settings;
+  StorageOptions opts    = s.opts;
+  opts.format_group      = AIJMPFormatGroup(A, opts);
 
   PetscFunctionBegin;
   sel.bytes_checked = true;
@@ -421,7 +423,7 @@ PetscErrorCode MatView_SeqAIJMP(Mat A, PetscViewer viewer)
   if (!A->assembled) PetscFunctionReturn(0);
   MatAIJMPInfo info;
   PetscCall(MatAIJMPGetInfo_SeqAIJMP(A, &info));
-  PetscCall(AIJMPViewInfo(viewer, info, d->settings));
+  PetscCall(AIJMPViewInfo(viewer, info, d->settings, AIJMPFormatGroup(A, d->settings.opts)));
   PetscFunctionReturn(0);
 }
 

@@ -228,7 +228,7 @@ PetscErrorCode ELLMPNewLoadMatrix(Mat A, MatType type, Mat *M);
 // The ellmp part of -mat_view ::ascii_info: aijmp's report and the memory per nonzero against AIJ's (memory: bytes
 // held, rows: the global row count).
 PetscErrorCode ELLMPViewReport(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &settings,
-                               double memory, PetscInt64 rows);
+                               int format_group, double memory, PetscInt64 rows);
 // Adds B's copy to info (formats, bytes with AIJ's inode-aware bytes, builds) and gives its inode count.
 PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, PetscInt *inode_limit);
 
@@ -236,7 +236,7 @@ PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, Petsc
 inline bool StorageChanged(const StorageOptions &a, const StorageOptions &b)
 {
   return a.mode != b.mode || a.layout != b.layout || a.tolerance != b.tolerance || a.range != b.range ||
-         a.range_factor != b.range_factor || a.row_fraction != b.row_fraction;
+         a.range_factor != b.range_factor || a.row_fraction != b.row_fraction || a.format_group != b.format_group;
 }
 
 // fn(M) on a temporary AIJ copy M of A made by make_copy (to_aij, to_mpiaij): the operations ellmp leaves to AIJ

@@ -306,8 +306,8 @@ PetscErrorCode store_from_mpiaij(Mat A, Mat M, bool temporary = false)
   }
   bool refilled_d, refilled_o;
   PetscCall(PetscLogEventBegin(MATELLMP_Build, A, 0, 0, 0));
-  PetscCall(AIJMPBuildParts(comm_of(A), Ad, Ao, d->settings, true, same_d, same_o, cd, co, &refilled_d, &refilled_o,
-                            temporary));
+  PetscCall(AIJMPBuildParts(comm_of(A), Ad, Ao, d->settings, AIJMPFormatGroup(A, d->settings.opts), true, same_d,
+                            same_o, cd, co, &refilled_d, &refilled_o, temporary));
   if (!d->diag) PetscCall(SeqELLMPCreateBlock(A->rmap->n, A->cmap->n, A->rmap->bs, A->cmap->bs, d->settings, &d->diag));
   if (!same_columns) {
     PetscCall(MatDestroy(&d->off));
@@ -1035,7 +1035,7 @@ PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 3, MPI_DOUBLE, MPI_SUM, comm_of(A)));
     info.bytes     = bytes[0];
     info.aij_bytes = bytes[1];
-    PetscCall(ELLMPViewReport(viewer, info, d->settings, bytes[2], A->rmap->N));
+    PetscCall(ELLMPViewReport(viewer, info, d->settings, AIJMPFormatGroup(A, d->settings.opts), bytes[2], A->rmap->N));
     PetscFunctionReturn(0);
   }
   Mat M; // every other viewer sees the stored values through MPIAIJ's viewer

@@ -153,9 +153,10 @@ PetscErrorCode open_for_assembly(Mat A)
 }
 
 // The storage options of a build: the user's, with the indices every ellmp block must own.
-StorageOptions build_options(const SeqELLMP *d)
+StorageOptions build_options(Mat A, const SeqELLMP *d)
 {
   StorageOptions opts = d->settings.opts;
+  opts.format_group   = AIJMPFormatGroup(A, opts);
   opts.own_indices    = true;
   opts.threads        = AIJMPThreadCount(d->settings);
   return opts;
@@ -212,7 +213,7 @@ PetscErrorCode store_from_aij(Mat A, Mat aij, bool same_pattern, bool temporary 
   PetscFunctionBegin;
   PetscCall(AIJMPReadOptionsLazily(A, d->settings, "ellmp"));
   PetscCall(SeqAIJBuildView(aij, view));
-  StorageOptions opts = build_options(d);
+  StorageOptions opts = build_options(A, d);
   PetscCall(SeqAIJMPSumOrder(aij, &opts.order)); // AIJ's summation order: lossless products equal AIJ's bitwise
   PetscCall(PetscLogEventBegin(MATELLMP_Build, A, 0, 0, 0));
   PetscCall(guarded([&] {
@@ -894,8 +895,8 @@ PetscErrorCode MatView_SeqELLMP(Mat A, PetscViewer viewer)
     MatAIJMPInfo info;
     PetscCall(PetscMemzero(&info, sizeof info));
     PetscCall(SeqELLMPReport(A, info, nullptr, nullptr));
-    PetscCall(
-        ELLMPViewReport(viewer, info, d->settings, static_cast<double>(compact_memory_bytes(*d->compact)), A->rmap->N));
+    PetscCall(ELLMPViewReport(viewer, info, d->settings, AIJMPFormatGroup(A, d->settings.opts),
+                              static_cast<double>(compact_memory_bytes(*d->compact)), A->rmap->N));
     PetscFunctionReturn(0);
   }
   // every other viewer sees the stored values through AIJ's viewer (binary files load as any AIJ type)
@@ -1044,12 +1045,12 @@ PetscErrorCode SeqELLMPCreateBlock(PetscInt m, PetscInt n, PetscInt rbs, PetscIn
 }
 
 PetscErrorCode ELLMPViewReport(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &settings,
-                               double memory, PetscInt64 rows)
+                               int format_group, double memory, PetscInt64 rows)
 {
   PetscInt64 nnz = 0;
 
   PetscFunctionBegin;
-  PetscCall(AIJMPViewInfo(viewer, info, settings, "ellmp"));
+  PetscCall(AIJMPViewInfo(viewer, info, settings, format_group, "ellmp"));
   for (int f = 0; f < kFormatCount; ++f)
     nnz += info.nnz[f];
   // AIJ: values and columns per nonzero, row offsets and lengths per row
