@@ -228,7 +228,7 @@ PETSC_EXTERN PetscLogEvent MATAIJMP_Build, MATAIJMP_Mult, MATAIJMP_MultAdd, MATA
 .  -mat_ellmp_tolerance <tol> - tolerance mode: bound on each entry's relative change
 .  -mat_ellmp_range_factor, -mat_ellmp_row_fraction, -mat_ellmp_range - rowsplit and entrysplit parameters
 .  -mat_ellmp_layout <auto,sliced,node> - nodes where rows share columns, else slices of 8 rows (csr is refused)
-.  -mat_ellmp_block_formats <true,false> - the rows of one block share a format where it costs at most twice the bytes
+.  -mat_ellmp_block_formats <true,false> - the rows of one block share the widest format one of them needs
 -  -mat_ellmp_threads <n> - OpenMP threads for products and builds
 
    Level: beginner

@@ -300,19 +300,18 @@ int format_group_size(const StorageOptions &opts)
 // StorageOptions::format_group). The rule looks only at the rows' own formats
 // (and their fixed pattern): a group's formats change only where a row's own
 // format changes, which is what lets a value-only refill confirm a group by
-// confirming its rows (RowFormatCheck).
+// confirming its rows (RowFormatCheck). No limit on the bytes it adds: ex19's
+// lossless Jacobian 2 (fp16-exact rows in fp64 nodes) takes 9.21 bytes a
+// nonzero joined against 9.16 in pieces, and sweeps 1.2x faster.
 template <typename Index>
 void join_group_formats(const std::vector<CsrView<Index>> &parts, Index first, Index end, Format *f)
 {
   const Index n = end - first;
   if (n < 2 || std::all_of(f + 1, f + n, [&](Format g) { return g == f[0]; })) return;
-  Format join           = f[0];
-  std::size_t narrowest = format_bytes(f[0]);
-  for (Index k = 1; k < n; ++k) {
-    join      = join_formats(join, f[k]);
-    narrowest = std::min(narrowest, format_bytes(f[k]));
-  }
-  if (std::find(f, f + n, join) == f + n || format_bytes(join) > 2 * narrowest) return;
+  Format join = f[0];
+  for (Index k = 1; k < n; ++k)
+    join = join_formats(join, f[k]);
+  if (std::find(f, f + n, join) == f + n) return;
   for (const auto &p : parts)
     for (Index i = first + 1; i < end; ++i)
       if (!same_pattern(p, first, i)) return;

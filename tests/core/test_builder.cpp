@@ -2071,8 +2071,8 @@ double group_class_value(int cls, std::mt19937_64 &rng)
 }
 } // namespace
 
-// Rows of one block (3 rows, one pattern) share a format where one of them
-// needs the widest and it is at most twice the narrowest's bytes; otherwise,
+// Rows of one block (3 rows, one pattern) share the widest format one of them
+// needs (their join on the wider_format chains); where no row needs the join,
 // and with other patterns, each row keeps its own; rowsplit chooses per row.
 TYPED_TEST(BuilderTest, FormatGroupsJoinTheRowsOfABlock)
 {
@@ -2084,8 +2084,8 @@ TYPED_TEST(BuilderTest, FormatGroupsJoinTheRowsOfABlock)
     std::vector<F> own, grouped;
   };
   const std::vector<Group> groups = {
-      {{H, S, H}, {F::fp16, F::fp32, F::fp16}, {F::fp32, F::fp32, F::fp32}},  // fp32 is 2x fp16: joined
-      {{H, D, H}, {F::fp16, F::fp64, F::fp16}, {F::fp16, F::fp64, F::fp16}},  // fp64 is 4x: pieces
+      {{H, S, H}, {F::fp16, F::fp32, F::fp16}, {F::fp32, F::fp32, F::fp32}},  // joined in fp32
+      {{H, D, H}, {F::fp16, F::fp64, F::fp16}, {F::fp64, F::fp64, F::fp64}},  // joined in fp64
       {{S, D, S}, {F::fp32, F::fp64, F::fp32}, {F::fp64, F::fp64, F::fp64}},  // joined in fp64
       {{H, B, H}, {F::fp16, F::bf16, F::fp16}, {F::fp16, F::bf16, F::fp16}},  // their join fp32 is no row's
       {{H, S5, H}, {F::fp16, F::fp32, F::fp16}, {F::fp16, F::fp32, F::fp16}}, // another pattern
@@ -2107,12 +2107,12 @@ TYPED_TEST(BuilderTest, FormatGroupsJoinTheRowsOfABlock)
     EXPECT_EQ(choose_row_formats(views, opts), grouped);
     check_compact(build_compact_csr(m.view(), opts), m, grouped);
   }
-  // fp16 storage: rows beyond fp16's range fall back to fp32 (joined with the block) or fp64 (not joined)
+  // fp16 storage: rows beyond fp16's range fall back to fp32 or fp64, and their block with them
   const std::vector<double> big(6, 1e6), huge(6, 1e300);
-  const TestCsr<TypeParam> u = make_csr<TypeParam>({H, big, H, H, huge, H});
+  const TestCsr<TypeParam> u = make_csr<TypeParam>({H, big, H, H, huge, H, H, H, H});
   StorageOptions opts        = with_mode(StorageMode::fp16);
   opts.format_group          = 3;
-  const std::vector<F> want  = {F::fp32, F::fp32, F::fp32, F::fp16, F::fp64, F::fp16};
+  const std::vector<F> want  = {F::fp32, F::fp32, F::fp32, F::fp64, F::fp64, F::fp64, F::fp16, F::fp16, F::fp16};
   EXPECT_EQ(choose_row_formats(std::vector<CsrView<TypeParam>>{u.view()}, opts), want);
   check_compact(build_compact_csr(u.view(), opts), u, want);
   // rowsplit: per row, group or not

@@ -98,7 +98,7 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
   PetscBool block_formats = s.opts.format_group == 0 ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(PetscOptionsBool(OptionName(family, "block_formats"),
                              "The rows of one block (MatSetBlockSize, one column pattern) share one storage format, "
-                             "the widest they need, where that is at most twice the narrowest's bytes (nodes stored "
+                             "the widest any of them needs, where one of them needs it (nodes stored "
                              "whole, not in pieces per format)",
                              man("MatAIJMPSetStorage"), block_formats, &block_formats, &flg));
   if (flg) s.opts.format_group = block_formats ? 0 : 1;
@@ -395,7 +395,7 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
     PetscCall(
         PetscViewerASCIIPrintf(viewer,
                                "  block formats: the rows of a block of %d with one column pattern share a format "
-                               "where it is at most twice the narrowest's bytes (-mat_%s_block_formats)\n",
+                               "where one of them needs it (-mat_%s_block_formats)\n",
                                format_group, family));
   if (!is_aijmp(family))
     PetscCall(PetscViewerASCIIPrintf(
@@ -519,7 +519,7 @@ static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change
    Options Database Keys:
 +  -mat_aijmp_storage <lossless,fp32,fp16,bf16,fp11_20,fp11_4,tolerance,rowsplit,entrysplit,split2,split4> - the storage
 -  -mat_aijmp_block_formats <true,false> - the rows of one block (block size > 1, one column pattern) share the widest
-   format they need where that is at most twice the narrowest's bytes (default true; not in rowsplit)
+   format any of them needs, where one of them needs it (default true; not in rowsplit)
 
    Notes:
    Every mode but `MAT_AIJMP_LOSSLESS`, `MAT_AIJMP_SPLIT2` and `MAT_AIJMP_SPLIT4` may change the operator a Krylov

@@ -141,8 +141,8 @@ struct StorageOptions {
   // them (a copy built a range of rows at a time).
   bool split_later = false;
   // Rows [k n, (k + 1) n) with one column pattern in every part (a PETSc block of n = the block size) share one
-  // format: the widest any of them needs, where one of them needs it anyway and it takes at most twice the bytes
-  // of the narrowest (fp16 with fp32, not fp16 with fp64). Such a node is then stored whole, not in pieces of one
+  // format: the widest any of them needs, where one of them needs it anyway (fp16 rows with an fp32 row: fp32; fp16
+  // with bf16: each its own, as their join fp32 is no row's). Such a node is then stored whole, not in pieces of one
   // format each (each piece keeps its own column indices and its own walk: ex19's fp16 Jacobians swept 3x slower in
   // pieces). 0 or 1: each row alone; rowsplit always chooses per row. With MPI, n must divide every rank's first
   // row (PETSc's layouts with a block size do), so that the formats do not depend on the number of ranks.
