@@ -143,6 +143,7 @@ inline void prefetch_slice(const RowBlock &block, std::int64_t q)
 // decoding the slice again and searching the node for each made a
 // cache-resident inode sweep 0.3x AIJ's speed.
 struct BlockCursor {
+  bool prefetch = true; // SorRows::prefetch
   std::vector<double> values;
   const double *at  = nullptr;
   std::int64_t q    = -1;
@@ -185,7 +186,7 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
       if constexpr (takes_nodes<std::decay_t<Fn>>::value) { // the whole node at its first row met
         const bool inside = nd.first >= run.first_k && nd.first + nd.rows <= run.first_k + run.count;
         if (inside && k == (Descending ? nd.first + nd.rows - 1 : nd.first)) {
-          prefetch_node(block, Descending ? node - kPrefetchNodes : node + kPrefetchNodes);
+          if (cursor.prefetch) prefetch_node(block, Descending ? node - kPrefetchNodes : node + kPrefetchNodes);
           const std::int64_t row0 = run.first_row + (nd.first - run.first_k);
           if (nd.wide)
             fn.node(row0, NodeRows<Vals, std::int32_t>{vals, reinterpret_cast<const std::int32_t *>(ix), 0, nd.values,
@@ -224,7 +225,7 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
       // the slice's values in fp64, decoded together (SIMD, in their stored order) where they are not fp64: a
       // row then reads doubles, not one scalar conversion per entry (fp16 27-point: 0.94x AIJ's speed with those)
       if (cursor.q != q) {
-        prefetch_slice(block, Descending ? q - kPrefetchSlices : q + kPrefetchSlices);
+        if (cursor.prefetch) prefetch_slice(block, Descending ? q - kPrefetchSlices : q + kPrefetchSlices);
         const std::size_t stored = static_cast<std::size_t>(width * kSliceRows);
         if (cursor.values.size() < stored) cursor.values.resize(stored);
         cursor.at = vals.read_n(static_cast<std::size_t>(from), stored, cursor.values.data());
@@ -273,6 +274,8 @@ void for_each_row(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows,
 {
   const std::size_t nruns = rows.runs.size();
   std::vector<BlockCursor> cursors(A.blocks.size());
+  for (BlockCursor &c : cursors)
+    c.prefetch = rows.prefetch;
   for (std::size_t r0 = 0; r0 < nruns; ++r0) {
     const SorRows::Run &run = rows.runs[Descending ? nruns - 1 - r0 : r0];
     const RowBlock &block   = A.blocks[static_cast<std::size_t>(run.block)];
@@ -388,8 +391,10 @@ template <bool Descending, typename Fn> void for_each_node(const CompactCsr &A, 
         using Col = typename decltype(col_type)::type;
         for (std::int64_t n0 = run.node_begin; n0 < run.node_end; ++n0) {
           const NodeInfo &nd = nodes[Descending ? run.node_end - 1 - (n0 - run.node_begin) : n0];
-          value_stream.reading(nd.values * word, (nd.values + std::int64_t{nd.length} * nd.rows) * word);
-          index_stream.reading(nd.indices, nd.indices + nd.length * static_cast<std::int64_t>(sizeof(Col)));
+          if (rows.prefetch) {
+            value_stream.reading(nd.values * word, (nd.values + std::int64_t{nd.length} * nd.rows) * word);
+            index_stream.reading(nd.indices, nd.indices + nd.length * static_cast<std::int64_t>(sizeof(Col)));
+          }
           fn(row_of_first + nd.first,
              NodeRows<decltype(vals), Col>{vals, reinterpret_cast<const Col *>(indices + nd.indices),
                                            run.wide ? 0 : nd.col_base, nd.values, nd.rows, nd.length});
@@ -715,6 +720,10 @@ template <typename Index> bool sor_rows(const CompactCsr &A, CsrPattern<Index> p
         ok = false;
     });
   if (ok && !node_runs_of(A, rows)) rows.node_runs.clear();
+  std::int64_t stored = 0; // the bytes the walks read: values, and columns as each layout keeps them
+  for (const RowBlock &b : A.blocks)
+    stored += static_cast<std::int64_t>(b.values.size() + b.node_cols.size() + b.cols.size() * sizeof(std::int32_t));
+  rows.prefetch = stored >= kPrefetchFromBytes;
   if (!ok) rows = SorRows{};
   return ok;
 }
