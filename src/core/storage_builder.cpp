@@ -1313,10 +1313,13 @@ private:
   {
     const Index first = static_cast<Index>(row - row % group_);
     const Index end   = std::min<Index>(first + static_cast<Index>(group_), parts_.front().nrows);
-    std::vector<Format> f(static_cast<std::size_t>(end - first));
+    // (on the stack for the usual block sizes: no allocation per group on a refill's path)
+    std::array<Format, 16> small;
+    std::vector<Format> large(end - first > Index(small.size()) ? static_cast<std::size_t>(end - first) : 0);
+    Format *f = large.empty() ? small.data() : large.data();
     for (Index i = first; i < end; ++i)
       f[static_cast<std::size_t>(i - first)] = row_format(RowValues<Index>(parts_, i), opts_, range_);
-    join_group_formats(parts_, first, end, f.data());
+    join_group_formats(parts_, first, end, f);
     for (Index i = first; i < end; ++i)
       decided_[i].store(static_cast<std::int8_t>(f[static_cast<std::size_t>(i - first)]), std::memory_order_relaxed);
     return static_cast<std::int8_t>(f[static_cast<std::size_t>(row - first)]);

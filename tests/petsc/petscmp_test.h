@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <petscmp.h>
 
@@ -181,6 +182,39 @@ static inline PetscErrorCode TestVecFill(Vec v, unsigned seed)
   PetscCall(VecGetArray(v, &a));
   for (PetscInt i = rstart; i < rend; i++) a[i - rstart] = TestValue(VAL_FP64, TestHash(seed, (uint64_t)i, 999));
   PetscCall(VecRestoreArray(v, &a));
+  PetscFunctionReturn(0);
+}
+
+/* A's -mat_view ::ascii_info output (collective on A): viewed into a file named after `name` and A's first rank, read
+   back into text (size bytes, NUL-terminated) by every rank of A, then removed. */
+static inline PetscErrorCode TestViewInfoText(Mat A, const char *name, char *text, size_t size)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)A);
+  PetscViewer viewer;
+  char        path[PETSC_MAX_PATH_LEN];
+  PetscMPIInt rank, crank;
+  FILE       *f;
+  size_t      len;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_rank(comm, &crank));
+  /* (the file of A's first rank; its process id keeps tests that ctest runs at once in one directory apart) */
+  PetscCall(PetscSNPrintf(path, sizeof path, "petscmp_view_%s_%d_%d.txt", name, (int)rank, (int)getpid()));
+  PetscCallMPI(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, comm));
+  PetscCall(PetscViewerASCIIOpen(comm, path, &viewer));
+  PetscCall(PetscViewerPushFormat(viewer, PETSC_VIEWER_ASCII_INFO));
+  PetscCall(MatView(A, viewer));
+  PetscCall(PetscViewerPopFormat(viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCallMPI(MPI_Barrier(comm));
+  f = fopen(path, "r");
+  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot read back %s", path);
+  len       = fread(text, 1, size - 1, f);
+  text[len] = 0;
+  fclose(f);
+  PetscCallMPI(MPI_Barrier(comm));
+  if (crank == 0) (void)remove(path);
   PetscFunctionReturn(0);
 }
 

@@ -177,25 +177,11 @@ static PetscErrorCode CheckStorage(MatAIJMPStorage storage, PetscBool inode, Pet
 /* The device copies an ellmp matrix reports in its -mat_view ::ascii_info ("device products (...): N copies made"). */
 static PetscErrorCode ELLMPDeviceCopies(Mat A, PetscInt64 *n)
 {
-  PetscViewer v;
-  char        path[PETSC_MAX_PATH_LEN], text[8192] = "";
+  char        text[8192];
   const char *at;
-  FILE       *f;
-  size_t      len;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscSNPrintf(path, sizeof path, "test_device_view_%d.txt", (int)getpid()));
-  PetscCall(PetscViewerASCIIOpen(PETSC_COMM_SELF, path, &v));
-  PetscCall(PetscViewerPushFormat(v, PETSC_VIEWER_ASCII_INFO));
-  PetscCall(MatView(A, v));
-  PetscCall(PetscViewerPopFormat(v));
-  PetscCall(PetscViewerDestroy(&v));
-  f = fopen(path, "r");
-  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot read back %s", path);
-  len       = fread(text, 1, sizeof text - 1, f);
-  text[len] = 0;
-  fclose(f);
-  remove(path);
+  PetscCall(TestViewInfoText(A, "device", text, sizeof text));
   *n = 0;
   at = strstr(text, "device products (emulated backend");
   if (at && (at = strstr(at, "): "))) *n = strtoll(at + 3, NULL, 10);

@@ -264,40 +264,22 @@ static PetscErrorCode CreateBlockMatrix(MPI_Comm comm, MatType type, MatAIJMPSto
   PetscFunctionReturn(0);
 }
 
-/* The nonzeros per storage format that -mat_view ::ascii_info reports for A (summed over its ranks): A viewed into a
-   file of its own, read back by every rank of A. Works for aijmp and ellmp (ellmp has no MatAIJMPGetInfo). */
+/* The nonzeros per storage format that -mat_view ::ascii_info reports for A (summed over its ranks; formats it does
+   not list hold none). Works for aijmp and ellmp (ellmp has no MatAIJMPGetInfo). */
 static PetscErrorCode ViewedFormatNonzeros(Mat A, const char *name, PetscInt64 nnz[PETSCMP_NUM_FORMATS])
 {
-  MPI_Comm    comm = PetscObjectComm((PetscObject)A);
-  PetscViewer viewer;
-  char        path[PETSC_MAX_PATH_LEN], line[1024];
-  PetscMPIInt rank;
+  char  text[16384], *line, *save = NULL;
 
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  PetscCall(PetscSNPrintf(path, sizeof path, "petscmp_block_formats_%s_%d.txt", name, (int)rank));
-  PetscCallMPI(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, comm)); /* (the file of A's first rank) */
-  PetscCall(PetscViewerASCIIOpen(comm, path, &viewer));
-  PetscCall(PetscViewerPushFormat(viewer, PETSC_VIEWER_ASCII_INFO));
-  PetscCall(MatView(A, viewer));
-  PetscCall(PetscViewerPopFormat(viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  PetscCallMPI(MPI_Barrier(comm));
-  for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) nnz[f] = 0; /* (formats the view does not list hold none) */
-  FILE *fp = fopen(path, "r");
-  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "cannot read %s", path);
-  while (fgets(line, sizeof line, fp)) {
-    char          format[32];
-    long long     rows, nonzeros;
+  PetscCall(TestViewInfoText(A, name, text, sizeof text));
+  for (int f = 0; f < PETSCMP_NUM_FORMATS; f++) nnz[f] = 0;
+  for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char      format[32];
+    long long rows, nonzeros;
     if (sscanf(line, " %31s %lld %lld", format, &rows, &nonzeros) != 3) continue;
     for (int f = 0; f < PETSCMP_NUM_FORMATS; f++)
       if (!strcmp(format, PetscMPFormats[f])) nnz[f] = nonzeros;
   }
-  fclose(fp);
-  PetscCallMPI(MPI_Barrier(comm));
-  PetscMPIInt size;
-  PetscCallMPI(MPI_Comm_size(comm, &size));
-  if (size == 1 || rank == 0) (void)remove(path);
   PetscFunctionReturn(0);
 }
 
