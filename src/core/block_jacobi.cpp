@@ -488,6 +488,26 @@ std::int64_t BlockJacobiStorage::fp64_bytes() const
   return bytes;
 }
 
+std::vector<GroupRun> find_group_runs(const std::vector<BlockGroup> &groups)
+{
+  std::vector<GroupRun> runs;
+  const std::int64_t count = static_cast<std::int64_t>(groups.size());
+  for (std::int64_t first = 0, end; first < count; first = end) {
+    const BlockGroup &g     = groups[static_cast<std::size_t>(first)];
+    const std::int64_t rows = std::int64_t(g.nblocks) * g.block_size;
+    const std::int64_t bytes =
+        std::int64_t(g.nblocks) * g.block_size * g.block_size * static_cast<std::int64_t>(format_bytes(g.format));
+    for (end = first + 1; end < count; ++end) {
+      const BlockGroup &h = groups[static_cast<std::size_t>(end)];
+      if (h.format != g.format || h.block_size != g.block_size || h.nblocks != g.nblocks ||
+          h.row_begin != g.row_begin + (end - first) * rows || h.byte_offset != g.byte_offset + (end - first) * bytes)
+        break;
+    }
+    runs.push_back(GroupRun{first, end});
+  }
+  return runs;
+}
+
 namespace {
 // Appends the groups of the blocks of `blocks` (formats given) to s, from byte `bytes` of its values on (each group
 // 8-byte aligned); returns where they end. first_block: each new group's first block in `blocks`.
@@ -546,6 +566,7 @@ BlockJacobiStorage pack_block_jacobi(const InvertedBlocks &blocks, const std::ve
   if (recycle) s.values.take_memory_of(recycle->values);
   s.values.resize(static_cast<std::size_t>(bytes));
   write_groups(blocks, s, 0, first_block);
+  s.runs = find_group_runs(s.groups);
   return s;
 }
 
@@ -609,6 +630,7 @@ BlockJacobiSetup build_block_jacobi(const CsrView<Index> &csr, const BlockPartit
     out.seconds_selection += std::chrono::duration<double>(clock::now() - t1).count();
   }
   s.values.shrink_to(static_cast<std::size_t>(bytes));
+  s.runs = find_group_runs(s.groups);
   return out;
 }
 

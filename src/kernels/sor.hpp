@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "prefetch.hpp"
 #include "spmv.hpp"
 
 namespace petscmp {
@@ -43,10 +44,6 @@ struct SorRows {
   // rows stay in cache from sweep to sweep and asking costs more than it brings.
   bool prefetch = true;
 };
-// Zen 5, SSOR sweeps against AIJ's inode SOR (bench_sor, in-process): without the prefetches, ex19's Jacobians (3.2 MB
-// stored, lossless) 0.92-1.03x instead of 0.78-1.07x, FEM 15^3 nodes (3.3 MB, fp32) 1.03x instead of 0.98x; with
-// them, FEM 17^3 (4.9 MB, fp32) 1.46x instead of 1.20x, lossless (9.0 MB) 1.63x instead of 1.01x.
-inline constexpr std::int64_t kPrefetchFromBytes = std::int64_t{4} << 20;
 
 // The sweeps of one MatSOR call (PETSc's flag bits as booleans).
 struct SorSweeps {

@@ -1285,6 +1285,79 @@ TEST(BlockJacobiStorageLayout, UniformBlocksFillGroups)
   EXPECT_EQ(stored_entry(s, s.groups[1], 1, 1, 0), 0.0);
 }
 
+// Group b can follow group a in one loop: same format, size and block count, its rows and values right after a's.
+bool continues(const BlockGroup &a, const BlockGroup &b)
+{
+  const std::int64_t bytes =
+      std::int64_t(a.nblocks) * a.block_size * a.block_size * static_cast<std::int64_t>(format_bytes(a.format));
+  return b.format == a.format && b.block_size == a.block_size && b.nblocks == a.nblocks &&
+         b.row_begin == a.row_begin + std::int64_t(a.nblocks) * a.block_size && b.byte_offset == a.byte_offset + bytes;
+}
+
+// The storage's runs: every group once, in order; inside a run each group continues the one before; two runs
+// never meet where one could continue the other.
+void expect_runs_of(const BlockJacobiStorage &s)
+{
+  const std::int64_t ngroups = static_cast<std::int64_t>(s.groups.size());
+  std::int64_t next          = 0;
+  for (const GroupRun &run : s.runs) {
+    ASSERT_EQ(run.first, next);
+    ASSERT_LT(run.first, run.end);
+    ASSERT_LE(run.end, ngroups);
+    for (std::int64_t g = run.first + 1; g < run.end; ++g) {
+      EXPECT_TRUE(continues(s.groups[static_cast<std::size_t>(g - 1)], s.groups[static_cast<std::size_t>(g)]))
+          << "group " << g;
+    }
+    if (run.end < ngroups) {
+      EXPECT_FALSE(
+          continues(s.groups[static_cast<std::size_t>(run.end - 1)], s.groups[static_cast<std::size_t>(run.end)]))
+          << "runs meet at group " << run.end;
+    }
+    next = run.end;
+  }
+  EXPECT_EQ(next, ngroups);
+}
+
+TEST(BlockJacobiStorageLayout, RunsAreTheGroupsOneLoopTakes)
+{
+  // 10 blocks of 3 in fp64, 10 in fp16, 5 blocks of 2 in fp16, groups of 8: groups 8, 2 | 8, 2 | 5, runs at every
+  // change of format, size or block count
+  std::vector<Dense> blocks;
+  for (int k = 0; k < 25; ++k)
+    blocks.push_back(k < 20 ? diag({1.0 + k, 2.0, 3.0}) : diag({1.0 + k, 2.0}));
+  const InvertedBlocks ib = invert_blocks(blocks);
+  std::vector<Format> formats(25, Format::fp16);
+  std::fill(formats.begin(), formats.begin() + 10, Format::fp64);
+  const BlockJacobiStorage s = pack_block_jacobi(ib, formats, 8);
+  ASSERT_EQ(s.groups.size(), 5u);
+  ASSERT_EQ(s.runs.size(), 5u);
+  for (std::int64_t r = 0; r < 5; ++r) {
+    EXPECT_EQ(s.runs[static_cast<std::size_t>(r)].first, r);
+    EXPECT_EQ(s.runs[static_cast<std::size_t>(r)].end, r + 1);
+  }
+  expect_runs_of(s);
+  // 40 blocks of 4 in fp32: groups 8 x 5, one run
+  std::vector<Dense> fours(40, diag({1.0, 2.0, 3.0, 4.0}));
+  const BlockJacobiStorage u = pack_block_jacobi(invert_blocks(fours), uniform_formats(40, Format::fp32), 8);
+  ASSERT_EQ(u.runs.size(), 1u);
+  EXPECT_EQ(u.runs[0].first, 0);
+  EXPECT_EQ(u.runs[0].end, 5);
+  // mixed sizes and selected formats, groups of 1, 3 and 8; an empty partition has no runs
+  std::mt19937_64 rng(79);
+  std::vector<Dense> mixed;
+  for (int k = 0; k < 400; ++k)
+    mixed.push_back(
+        random_block(k % 7 < 5 ? 3 : 1 + static_cast<int>(rng() % 6), std::pow(10.0, rng() % 8), false, 1.0, rng));
+  const InvertedBlocks im = invert_blocks(mixed);
+  for (int gb : {1, 3, 8}) {
+    SCOPED_TRACE("group_blocks " + std::to_string(gb));
+    expect_runs_of(pack_block_jacobi(im, select_block_formats(im, selection(FormatPolicy::all)), gb));
+  }
+  const BlockJacobiStorage none = pack_block_jacobi(invert_blocks({}), {}, 8);
+  EXPECT_TRUE(none.groups.empty());
+  EXPECT_TRUE(none.runs.empty());
+}
+
 } // namespace
 
 // =================================================================================
@@ -1321,6 +1394,7 @@ TEST(BlockJacobiChunkedSetup, StoresWhatTheThreePassesStore)
       const BlockJacobiSetup c    = build_block_jacobi(m.view(), p, sel, kDefaultGroupBlocks, &recycled, chunk);
       ASSERT_EQ(c.storage.block_format, three.block_format);
       ASSERT_EQ(c.storage.nrows, three.nrows);
+      expect_runs_of(c.storage);
       for (int f = 0; f < kFormatCount; ++f)
         EXPECT_EQ(c.selection.blocks_per_format[f], st3.blocks_per_format[f]) << format_name(Format(f));
       EXPECT_EQ(c.selection.range_rejections, st3.range_rejections);

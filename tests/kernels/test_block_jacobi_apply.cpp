@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "block_jacobi_apply.hpp"
+#include "prefetch.hpp"
 #include "dense_blocks.hpp"
 #include "petscmp/core/block_jacobi.hpp"
 
@@ -397,6 +398,30 @@ TEST(BlockJacobiApplyOpenmp, SmallBlocksEverySizeFormatAndRemainder)
       }
       for (int gb : {5, kDefaultGroupBlocks})
         compare_openmp(pack_block_jacobi(p.inverted, random_formats(static_cast<std::size_t>(nblocks), rng), gb), 53);
+    }
+}
+
+// Storage of kPrefetchFromBytes or more: the loop over a run's full groups asks for
+// values ahead of it, and stops asking for the last groups of the run. Runs of
+// every small size in each format, cut by the threads' shares and by a group of
+// another size in the middle, long enough that each format's storage streams.
+TEST(BlockJacobiApplyOpenmp, SmallBlocksStreamedFromMemory)
+{
+  std::mt19937_64 rng(83);
+  for (int n : {1, 3, 8})
+    for (Format f : {Format::fp64, Format::fp32, Format::fp16}) {
+      SCOPED_TRACE("block size " + std::to_string(n) + ", " + format_name(f));
+      const std::int64_t nblocks =
+          kPrefetchFromBytes / (n * n * static_cast<std::int64_t>(format_bytes(f))) + 8 * 3 + 5;
+      std::vector<Dense> blocks;
+      for (std::int64_t k = 0; k < nblocks; ++k)
+        blocks.push_back(dominant_block(k == nblocks / 2 ? n % 8 + 1 : n, rng));
+      const Problem p            = make_problem(std::move(blocks), 11);
+      const BlockJacobiStorage s = pack_block_jacobi(p.inverted, std::vector<Format>(p.blocks.size(), f));
+      ASSERT_GE(s.value_bytes(), kPrefetchFromBytes);
+      ASSERT_GE(s.runs.size(), 3u); // full groups, (a short one,) the other size, full groups(, a short one)
+      ASSERT_GT(s.runs.front().end - s.runs.front().first, 500); // (the values ahead: 1 to 256 groups)
+      compare_openmp(s, 67);
     }
 }
 

@@ -1,6 +1,7 @@
 // OpenMP block-Jacobi apply. Groups are split among threads; each thread walks
-// its groups in runs of one format and one block size, so the format and size
-// are dispatched once per run, not once per group. Blocks of 1 to 8 rows take
+// its groups by the storage's runs (groups of one format, size and count of
+// blocks, one after the other), so the format and size are dispatched once per
+// run, not once per group. Blocks of 1 to 8 rows take
 // the small-block kernels (block_jacobi_small.hpp: 8 rows of several blocks per
 // register). Larger blocks, with AVX-512: each block keeps its sums in registers
 // and adds column after column, decoded 8 values at a time straight into
@@ -13,6 +14,7 @@
 #endif
 
 #include "../block_jacobi_apply.hpp"
+#include "../prefetch.hpp"
 #include "petscmp/core/omp.hpp"
 #include "../spmv.hpp"
 #include "block_jacobi_small.hpp"
@@ -160,34 +162,31 @@ template <typename S> const S *group_values(const BlockJacobiStorage &M, const B
   return M.values.as<S>() + g.byte_offset / static_cast<std::int64_t>(sizeof(S));
 }
 
-// The full groups (8 blocks) from g on that lie one after the other in memory and
-// whose x windows end inside the vector: the groups one loop can take.
-template <int N, typename S>
-const BlockGroup *full_groups_end(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end)
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// Of `count` full groups (8 blocks) of a run from g on, those whose x windows end
+// inside the vector: the groups apply_full_groups can take (only the last few
+// rows of a vector cut a window).
+template <int N> std::int64_t whole_windows(const BlockJacobiStorage &M, const BlockGroup *g, std::int64_t count)
 {
-  const BlockGroup *first = g;
-  for (; g != end && g->nblocks == 8; ++g) {
-    const std::int64_t k = g - first;
-    if (g->byte_offset != first->byte_offset + k * 8 * N * N * static_cast<std::int64_t>(sizeof(S)) ||
-        g->row_begin != first->row_begin + k * 8 * N ||
-        g->row_begin + small_blocks::window_begin<N>(8 * N - 8) + 16 > M.nrows)
-      break;
-  }
-  return g;
+  const std::int64_t room = M.nrows - g->row_begin - (small_blocks::window_begin<N>(8 * N - 8) + 16);
+  return room < 0 ? 0 : std::min(count, room / (8 * N) + 1);
 }
+#endif
 
-// Groups [g, end) of one format S and one block size N <= 8.
+// Groups [g, end) of one run: one format S, one block size N <= 8.
 template <int N, typename S>
 void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x,
-                     double *y, bool transpose)
+                     double *y, bool transpose, bool prefetch)
 {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
-  if (!transpose) {
-    const BlockGroup *full = full_groups_end<N, S>(M, g, end);
-    if (full != g)
-      small_blocks::apply_full_groups<N>(group_values<S>(M, *g), full - g, x + g->row_begin, y + g->row_begin);
-    g = full;
+  if (!transpose && g->nblocks == 8) {
+    const std::int64_t full = whole_windows<N>(M, g, end - g);
+    if (full)
+      small_blocks::apply_full_groups<N>(group_values<S>(M, *g), full, x + g->row_begin, y + g->row_begin, prefetch);
+    g += full;
   }
+#else
+  (void)prefetch;
 #endif
   for (; g != end; ++g) {
     if (transpose)
@@ -200,25 +199,25 @@ void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const Blo
 
 template <typename S>
 void apply_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x, double *y,
-               bool transpose)
+               bool transpose, bool prefetch)
 {
   switch (g->block_size) {
   case 1:
-    return apply_small_run<1, S>(M, g, end, x, y, transpose);
+    return apply_small_run<1, S>(M, g, end, x, y, transpose, prefetch);
   case 2:
-    return apply_small_run<2, S>(M, g, end, x, y, transpose);
+    return apply_small_run<2, S>(M, g, end, x, y, transpose, prefetch);
   case 3:
-    return apply_small_run<3, S>(M, g, end, x, y, transpose);
+    return apply_small_run<3, S>(M, g, end, x, y, transpose, prefetch);
   case 4:
-    return apply_small_run<4, S>(M, g, end, x, y, transpose);
+    return apply_small_run<4, S>(M, g, end, x, y, transpose, prefetch);
   case 5:
-    return apply_small_run<5, S>(M, g, end, x, y, transpose);
+    return apply_small_run<5, S>(M, g, end, x, y, transpose, prefetch);
   case 6:
-    return apply_small_run<6, S>(M, g, end, x, y, transpose);
+    return apply_small_run<6, S>(M, g, end, x, y, transpose, prefetch);
   case 7:
-    return apply_small_run<7, S>(M, g, end, x, y, transpose);
+    return apply_small_run<7, S>(M, g, end, x, y, transpose, prefetch);
   case 8:
-    return apply_small_run<8, S>(M, g, end, x, y, transpose);
+    return apply_small_run<8, S>(M, g, end, x, y, transpose, prefetch);
   default:
     for (; g != end; ++g) {
       if (transpose)
@@ -229,17 +228,21 @@ void apply_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGrou
   }
 }
 
-// Groups [first, last): runs of one format and block size, each dispatched once.
+// Groups [first, last) (a thread's share): the storage's runs that meet it, each
+// cut to it and dispatched once.
 void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t last, const double *x, double *y,
-                  bool transpose)
+                  bool transpose, bool prefetch)
 {
-  const BlockGroup *g = M.groups.data() + first, *const stop = M.groups.data() + last;
-  while (g != stop) {
-    const BlockGroup *end = g + 1;
-    while (end != stop && end->format == g->format && end->block_size == g->block_size)
-      ++end;
-    dispatch_format(g->format, [&](auto tag) { apply_run<typename decltype(tag)::type>(M, g, end, x, y, transpose); });
-    g = end;
+  if (first >= last) return; // (more threads than groups)
+  auto run = std::upper_bound(M.runs.begin(), M.runs.end(), first,
+                              [](std::int64_t g, const GroupRun &r) { return g < r.first; });
+  for (--run; first < last; ++run) {
+    const std::int64_t end = std::min(last, run->end);
+    const BlockGroup *g    = M.groups.data() + first;
+    dispatch_format(g->format, [&](auto tag) {
+      apply_run<typename decltype(tag)::type>(M, g, M.groups.data() + end, x, y, transpose, prefetch);
+    });
+    first = end;
   }
 }
 
@@ -249,6 +252,7 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
 {
   const std::int64_t ngroups    = static_cast<std::int64_t>(M.groups.size());
   [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
+  const bool prefetch           = M.value_bytes() >= kPrefetchFromBytes;
   PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
   {
     int t = 0, count = 1;
@@ -257,7 +261,7 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
     count = omp_get_num_threads();
 #endif
     // contiguous shares of the groups, like schedule(static)
-    apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose);
+    apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose, prefetch);
   }
 }
 

@@ -146,6 +146,18 @@ struct BlockGroup {
 
 inline constexpr int kDefaultGroupBlocks = 8;
 
+// Groups [first, end) that one loop can take: one format, one block size and
+// one number of blocks, their rows and values one after the other (group
+// first + k starts k * nblocks * block_size rows and k times the group's value
+// bytes after group first). Found once when the storage is packed, so an apply
+// does not scan the group records to find them: 22 M blocks of 3 rows are 2.8 M
+// records of 32 bytes, 90 MB read per scan, 5% of the bytes of the fp64 apply.
+struct GroupRun {
+  std::int64_t first = 0, end = 0;
+};
+// The runs of `groups`, in order, each as long as it can be: they cover every group once.
+std::vector<GroupRun> find_group_runs(const std::vector<BlockGroup> &groups);
+
 // Bytes that start on a cache line (64 bytes): with groups of 8 blocks, the fp64
 // columns of small blocks then fill whole lines, and no 64-byte load of them
 // splits across two (malloc's 16-byte alignment would split every one). A
@@ -174,6 +186,7 @@ private:
 struct BlockJacobiStorage {
   std::int64_t nrows = 0;
   std::vector<BlockGroup> groups;
+  std::vector<GroupRun> runs;             // find_group_runs(groups)
   std::vector<std::uint8_t> block_format; // the one-byte format tag of every block
   CacheLineBytes values;
   std::int64_t fp64_bytes() const; // the same blocks all stored in fp64
