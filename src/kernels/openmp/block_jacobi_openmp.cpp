@@ -1,13 +1,10 @@
-// OpenMP block-Jacobi apply. Groups are split among threads; each thread walks
-// its groups by the storage's runs (groups of one format, size and count of
-// blocks, one after the other), so the format and size are dispatched once per
-// run, not once per group. Blocks of 1 to 8 rows take
-// the small-block kernels (block_jacobi_small.hpp: 8 rows of several blocks per
-// register). Larger blocks, with AVX-512: each block keeps its sums in registers
-// and adds column after column, decoded 8 values at a time straight into
-// registers; without, the same per block through a small buffer. Either way each
-// sum adds its terms in increasing column order from 0.0, so results are the
-// reference's bit for bit, for any group size.
+// OpenMP block-Jacobi apply. Groups are split among threads; each thread walks its groups by the storage's runs
+// (groups of one format, size and count of blocks, one after the other), so the format and size are dispatched once
+// per run, not once per group. Blocks of 1 to 8 rows take the small-block kernels (block_jacobi_small.hpp: 8 rows of
+// several blocks per register). Larger blocks, with AVX-512: each block keeps its sums in registers and adds column
+// after column, decoded 8 values at a time straight into registers; without, the same per block through a small
+// buffer. Either way each sum adds its terms in increasing column order from 0.0, so results are the reference's bit
+// for bit, for any group size.
 #include <algorithm>
 #if defined(_OPENMP)
 #include <omp.h>

@@ -115,17 +115,13 @@ inline constexpr std::int64_t kValuesAheadBytes = 4096;
 template <int N, typename S>
 void apply_full_groups(const S *E, std::int64_t count, const double *x, double *y, bool prefetch)
 {
-  constexpr std::int64_t bytes  = 8 * N * N * static_cast<std::int64_t>(sizeof(S)); // of a group
-  constexpr std::int64_t ahead  = (kValuesAheadBytes + bytes - 1) / bytes;          // groups
-  constexpr std::int64_t values = 8 * N * N;
-  std::int64_t g                = 0;
-  if (prefetch)
-    for (; g + ahead < count; ++g) {
-      _mm_prefetch(reinterpret_cast<const char *>(E + (g + ahead) * values), _MM_HINT_T0);
-      apply_full_group<N>(E + g * values, x + g * 8 * N, y + g * 8 * N);
-    }
-  for (; g < count; ++g)
+  constexpr std::int64_t values = 8 * N * N;                                                        // of a group
+  constexpr std::int64_t ahead  = (kValuesAheadBytes - 1) / (values * std::int64_t(sizeof(S))) + 1; // groups
+  const std::int64_t asking     = prefetch ? count - ahead : 0; // the groups with one `ahead` further in the run
+  for (std::int64_t g = 0; g < count; ++g) {
+    if (g < asking) _mm_prefetch(reinterpret_cast<const char *>(E + (g + ahead) * values), _MM_HINT_T0);
     apply_full_group<N>(E + g * values, x + g * 8 * N, y + g * 8 * N);
+  }
 }
 
 // y = E x for the nb blocks of one group; E points at the group's values, x and
