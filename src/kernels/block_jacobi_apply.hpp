@@ -7,6 +7,8 @@
 // x and y must not alias.
 #pragma once
 
+#include <cstdint>
+
 #include "petscmp/core/block_jacobi.hpp"
 
 namespace petscmp {
@@ -15,5 +17,9 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
 } // namespace reference
 namespace openmp {
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads);
+// As above, y written by streaming stores where the apply moves stream_stores_from bytes or more (values, x and y;
+// the default kStreamStoresFromBytes, kernels/prefetch.hpp): tests reach that path with small storages.
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads,
+                        std::int64_t stream_stores_from);
 } // namespace openmp
 } // namespace petscmp

@@ -320,6 +320,27 @@ void compare_openmp(const BlockJacobiStorage &s, unsigned seed)
   }
 }
 
+// compare_openmp with y written by streaming stores from stream_stores_from bytes moved on: y at the start of an
+// allocation (16-byte aligned: the streaming stores) and one value further (8 bytes off: plain stores instead).
+void compare_openmp_streaming(const BlockJacobiStorage &s, unsigned seed, std::int64_t stream_stores_from)
+{
+  const std::vector<double> x = random_vector(static_cast<std::size_t>(s.nrows), seed);
+  for (bool transpose : {false, true}) {
+    SCOPED_TRACE(transpose ? "transpose" : "no transpose");
+    std::vector<double> ref(x.size(), kNaN);
+    reference::block_jacobi_apply(s, x.data(), ref.data(), transpose);
+    for (int nt : {1, 2, 3})
+      for (std::size_t shift : {0, 1}) {
+        SCOPED_TRACE("threads " + std::to_string(nt) + ", y " + std::to_string(8 * shift) + " bytes off");
+        std::vector<double> room(x.size() + 1, kNaN);
+        ASSERT_EQ(reinterpret_cast<std::uintptr_t>(room.data()) % 16, 0u);
+        double *y = room.data() + shift;
+        openmp::block_jacobi_apply(s, x.data(), y, transpose, nt, stream_stores_from);
+        expect_same(std::vector<double>(y, y + x.size()), ref, "openmp");
+      }
+  }
+}
+
 TEST(BlockJacobiApplyOpenmp, MatchesReferenceOnALargePartition)
 {
   std::mt19937_64 rng(53);
@@ -404,7 +425,9 @@ TEST(BlockJacobiApplyOpenmp, SmallBlocksEverySizeFormatAndRemainder)
 // Storage of kPrefetchFromBytes or more: the loop over a run's full groups asks for
 // values ahead of it, and stops asking for the last groups of the run. Runs of
 // every small size in each format, cut by the threads' shares and by a group of
-// another size in the middle, long enough that each format's storage streams.
+// another size in the middle, long enough that each format's storage streams;
+// and the same with y written by streaming stores and by plain ones (the
+// threshold at 0 and at its largest).
 TEST(BlockJacobiApplyOpenmp, SmallBlocksStreamedFromMemory)
 {
   std::mt19937_64 rng(83);
@@ -422,6 +445,8 @@ TEST(BlockJacobiApplyOpenmp, SmallBlocksStreamedFromMemory)
       ASSERT_GE(s.runs.size(), 3u); // full groups, (a short one,) the other size, full groups(, a short one)
       ASSERT_GT(s.runs.front().end - s.runs.front().first, 500); // (the values ahead: 1 to 256 groups)
       compare_openmp(s, 67);
+      compare_openmp_streaming(s, 67, 0);                                        // streaming stores
+      compare_openmp_streaming(s, 67, std::numeric_limits<std::int64_t>::max()); // plain stores
     }
 }
 

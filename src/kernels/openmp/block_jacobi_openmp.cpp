@@ -173,17 +173,17 @@ template <int N> std::int64_t whole_windows(const BlockJacobiStorage &M, const B
 // Groups [g, end) of one run: one format S, one block size N <= 8.
 template <int N, typename S>
 void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x,
-                     double *y, bool transpose, bool prefetch)
+                     double *y, bool transpose, small_blocks::Streaming streaming)
 {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
   if (!transpose && g->nblocks == 8) {
     const std::int64_t full = whole_windows<N>(M, g, end - g);
     if (full)
-      small_blocks::apply_full_groups<N>(group_values<S>(M, *g), full, x + g->row_begin, y + g->row_begin, prefetch);
+      small_blocks::apply_full_groups<N>(group_values<S>(M, *g), full, x + g->row_begin, y + g->row_begin, streaming);
     g += full;
   }
 #else
-  (void)prefetch;
+  (void)streaming;
 #endif
   for (; g != end; ++g) {
     if (transpose)
@@ -196,25 +196,25 @@ void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const Blo
 
 template <typename S>
 void apply_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x, double *y,
-               bool transpose, bool prefetch)
+               bool transpose, small_blocks::Streaming streaming)
 {
   switch (g->block_size) {
   case 1:
-    return apply_small_run<1, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<1, S>(M, g, end, x, y, transpose, streaming);
   case 2:
-    return apply_small_run<2, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<2, S>(M, g, end, x, y, transpose, streaming);
   case 3:
-    return apply_small_run<3, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<3, S>(M, g, end, x, y, transpose, streaming);
   case 4:
-    return apply_small_run<4, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<4, S>(M, g, end, x, y, transpose, streaming);
   case 5:
-    return apply_small_run<5, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<5, S>(M, g, end, x, y, transpose, streaming);
   case 6:
-    return apply_small_run<6, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<6, S>(M, g, end, x, y, transpose, streaming);
   case 7:
-    return apply_small_run<7, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<7, S>(M, g, end, x, y, transpose, streaming);
   case 8:
-    return apply_small_run<8, S>(M, g, end, x, y, transpose, prefetch);
+    return apply_small_run<8, S>(M, g, end, x, y, transpose, streaming);
   default:
     for (; g != end; ++g) {
       if (transpose)
@@ -228,7 +228,7 @@ void apply_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGrou
 // Groups [first, last) (a thread's share): the storage's runs that meet it, each
 // cut to it and dispatched once.
 void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t last, const double *x, double *y,
-                  bool transpose, bool prefetch)
+                  bool transpose, small_blocks::Streaming streaming)
 {
   if (first >= last) return; // (more threads than groups)
   auto run = std::upper_bound(M.runs.begin(), M.runs.end(), first,
@@ -237,7 +237,7 @@ void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t 
     const std::int64_t end = std::min(last, run->end);
     const BlockGroup *g    = M.groups.data() + first;
     dispatch_format(g->format, [&](auto tag) {
-      apply_run<typename decltype(tag)::type>(M, g, M.groups.data() + end, x, y, transpose, prefetch);
+      apply_run<typename decltype(tag)::type>(M, g, M.groups.data() + end, x, y, transpose, streaming);
     });
     first = end;
   }
@@ -247,9 +247,17 @@ void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t 
 
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads)
 {
+  block_jacobi_apply(M, x, y, transpose, nthreads, kStreamStoresFromBytes);
+}
+
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads,
+                        std::int64_t stream_stores_from)
+{
   const std::int64_t ngroups    = static_cast<std::int64_t>(M.groups.size());
   [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
-  const bool prefetch           = M.value_bytes() >= kPrefetchFromBytes;
+  small_blocks::Streaming streaming;
+  streaming.prefetch = M.value_bytes() >= kPrefetchFromBytes;
+  streaming.stores   = M.value_bytes() + 2 * M.nrows * std::int64_t(sizeof(double)) >= stream_stores_from;
   PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
   {
     int t = 0, count = 1;
@@ -258,7 +266,7 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
     count = omp_get_num_threads();
 #endif
     // contiguous shares of the groups, like schedule(static)
-    apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose, prefetch);
+    apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose, streaming);
   }
 }
 
