@@ -5,6 +5,7 @@
    Options: -test_bound_scale s (< 1: the negative control: the lossy bounds must then fail). */
 #include "petscmp_test.h"
 
+#include <petscdmda.h>
 #include <petscksp.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -778,6 +779,76 @@ static PetscErrorCode TestInodeSOR(const char *mode, PetscBool singular)
   PetscFunctionReturn(0);
 }
 
+/* A matrix a DM made (a 2-D DMDA, 2 dofs per node, box stencil), converted to MATIS: PETSc 3.18 cuts such a matrix
+   into the DM's subdomains. ellmp converts through an AIJ copy, which must carry A's local-to-global map and DM
+   (snes ex56/ex17 with GDSW coarse spaces on 4 ranks took other subdomains without them): the same MATIS as
+   AIJ's, its map index for index and its local matrix bit for bit. */
+static PetscErrorCode TestConvertToIS(void)
+{
+  const char *types[2] = {MATAIJ, MATELLMP};
+  DM          da;
+  Mat         A[2], B[2], L[2];
+  PetscInt    nmap[2], nrows[2], ncols[2], bad = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, 11, 9, PETSC_DECIDE,
+                         PETSC_DECIDE, 2, 1, NULL, NULL, &da));
+  PetscCall(DMSetUp(da));
+  for (int k = 0; k < 2; k++) {
+    DMDALocalInfo info;
+    PetscCall(DMSetMatType(da, types[k]));
+    PetscCall(DMCreateMatrix(da, &A[k]));
+    PetscCall(DMDAGetLocalInfo(da, &info));
+    for (PetscInt j = info.ys; j < info.ys + info.ym; j++)
+      for (PetscInt i = info.xs; i < info.xs + info.xm; i++)
+        for (PetscInt c = 0; c < 2; c++) {
+          MatStencil  row = {.i = i, .j = j, .c = c}, cols[18];
+          PetscScalar v[18];
+          PetscInt    nc = 0;
+          for (PetscInt dj = -1; dj <= 1; dj++)
+            for (PetscInt di = -1; di <= 1; di++)
+              for (PetscInt cc = 0; cc < 2; cc++) {
+                if (i + di < 0 || i + di >= info.mx || j + dj < 0 || j + dj >= info.my) continue;
+                cols[nc] = (MatStencil){.i = i + di, .j = j + dj, .c = cc};
+                v[nc++]  = di == 0 && dj == 0 && cc == c ? 20.0 : -1.0 / (3 + i + 2 * j + c + cc + di * dj);
+              }
+          PetscCall(MatSetValuesStencil(A[k], 1, &row, nc, cols, v, INSERT_VALUES));
+        }
+    PetscCall(MatAssemblyBegin(A[k], MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(A[k], MAT_FINAL_ASSEMBLY));
+    PetscCall(MatConvert(A[k], MATIS, MAT_INITIAL_MATRIX, &B[k]));
+    PetscCall(MatISGetLocalMat(B[k], &L[k]));
+    PetscCall(MatGetSize(L[k], &nrows[k], &ncols[k]));
+  }
+  {
+    ISLocalToGlobalMapping map[2];
+    const PetscInt        *idx[2];
+    for (int k = 0; k < 2; k++) {
+      PetscCall(MatISGetLocalToGlobalMapping(B[k], &map[k], NULL));
+      PetscCall(ISLocalToGlobalMappingGetSize(map[k], &nmap[k]));
+      PetscCall(ISLocalToGlobalMappingGetIndices(map[k], &idx[k]));
+    }
+    if (nmap[0] != nmap[1] || nrows[0] != nrows[1] || ncols[0] != ncols[1]) bad++;
+    else
+      for (PetscInt i = 0; i < nmap[0]; i++) bad += idx[0][i] != idx[1][i];
+    for (int k = 0; k < 2; k++) PetscCall(ISLocalToGlobalMappingRestoreIndices(map[k], &idx[k]));
+  }
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  TEST_CHECK(PETSC_COMM_WORLD, bad == 0, "ellmp -> MATIS of a DMDA matrix: %" PetscInt_FMT " differences in the local sizes or local-to-global map from AIJ's", bad);
+  if (!bad) { /* the same local numbering: the local matrices compare entry by entry */
+    PetscBool same;
+    PetscCall(MatEqual(L[1], L[0], &same)); /* (SeqAIJ's MatEqual: the same pattern and memcmp of the values) */
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPIU_BOOL, MPI_LAND, PETSC_COMM_WORLD));
+    TEST_CHECK(PETSC_COMM_WORLD, same, "ellmp -> MATIS of a DMDA matrix: local matrices differ from AIJ's");
+  }
+  for (int k = 0; k < 2; k++) {
+    PetscCall(MatDestroy(&B[k]));
+    PetscCall(MatDestroy(&A[k]));
+  }
+  PetscCall(DMDestroy(&da));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   TestMatOpts o;
@@ -820,6 +891,7 @@ int main(int argc, char **argv)
   PetscCall(TestSolve(&o));
   TestMatOptsDefault(&o, 320);
   PetscCall(TestSetStorage(&o));
+  PetscCall(TestConvertToIS());
   const int rc = TestFinish();
   PetscCall(PetscFinalize());
   return rc;

@@ -221,6 +221,13 @@ PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat,
 // Registers MatGetFactor for seqellmp and mpiellmp with every package PETSc offers for AIJ: the package's AIJ
 // factor, whose symbolic and numeric steps get the matrix's AIJ twin (ellmp_factor.cxx).
 PetscErrorCode ELLMPRegisterFactors(void);
+// Gives M, an AIJ copy that stands in for A (a conversion through AIJ, an
+// operation through AIJ, the AIJ twin), what PETSc code may ask of A besides
+// its values: A's local-to-global maps and the DM that made A. PETSc 3.18's
+// MatConvert to MATIS cuts a matrix made by a DM along the DM's subdomains;
+// without the two, A's copy was cut along its own rows and columns (other
+// subdomains: another GDSW coarse space in snes ex56 and ex17 on 4 ranks).
+PetscErrorCode ELLMPCarryIdentity(Mat A, Mat M);
 // The AIJ matrix of `type` that MatLoad reads A's file into, before A stores
 // it: options prefix of its own (the user's -mat_view is not for it), A's
 // block size or -matload_block_size under A's prefix.

@@ -246,7 +246,7 @@ PetscErrorCode fill_mpiaij_from_stored(Mat A, Mat M, bool last_reads = false)
   PetscFunctionReturn(0);
 }
 
-// A new assembled MPIAIJ matrix holding the stored values (collective).
+// A new assembled MPIAIJ matrix holding the stored values, with A's maps and DM (collective).
 PetscErrorCode to_mpiaij(Mat A, Mat *M)
 {
   PetscFunctionBegin;
@@ -254,6 +254,7 @@ PetscErrorCode to_mpiaij(Mat A, Mat *M)
   PetscCall(fill_mpiaij_from_stored(A, *M));
   PetscCall(MatAssemblyBegin(*M, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(*M, MAT_FINAL_ASSEMBLY));
+  PetscCall(ELLMPCarryIdentity(A, *M));
   PetscFunctionReturn(0);
 }
 

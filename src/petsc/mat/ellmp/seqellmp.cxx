@@ -678,7 +678,7 @@ PetscErrorCode MatInvertVariableBlockDiagonal_SeqELLMP(Mat A, PetscInt nblocks, 
 
 // ---- conversions -------------------------------------------------------------
 
-// A new SeqAIJ matrix holding the stored values.
+// A new SeqAIJ matrix holding the stored values, with A's maps and DM (ELLMPCarryIdentity).
 PetscErrorCode to_aij(Mat A, Mat *aij)
 {
   PetscFunctionBegin;
@@ -686,6 +686,7 @@ PetscErrorCode to_aij(Mat A, Mat *aij)
   PetscCall(fill_aij_from_compact(A, *aij));
   PetscCall(MatAssemblyBegin(*aij, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(*aij, MAT_FINAL_ASSEMBLY));
+  PetscCall(ELLMPCarryIdentity(A, *aij));
   PetscFunctionReturn(0);
 }
 
@@ -1108,6 +1109,18 @@ PetscErrorCode SeqELLMPStore(Mat B, Mat aij, std::unique_ptr<CompactCsr> c, bool
 PetscErrorCode SeqELLMPToAIJ(Mat A, Mat *aij)
 {
   return to_aij(A, aij);
+}
+
+PetscErrorCode ELLMPCarryIdentity(Mat A, Mat M)
+{
+  DM dm;
+
+  PetscFunctionBegin;
+  if (A->rmap->mapping || A->cmap->mapping)
+    PetscCall(MatSetLocalToGlobalMapping(M, A->rmap->mapping, A->cmap->mapping));
+  PetscCall(MatGetDM(A, &dm));
+  if (dm) PetscCall(MatSetDM(M, dm));
+  PetscFunctionReturn(0);
 }
 
 PetscErrorCode ELLMPNewLoadMatrix(Mat A, MatType type, Mat *M)
