@@ -230,7 +230,8 @@ PetscErrorCode ELLMPRegisterFactors(void);
 PetscErrorCode ELLMPCarryIdentity(Mat A, Mat M);
 // The AIJ matrix of `type` that MatLoad reads A's file into, before A stores
 // it: options prefix of its own (the user's -mat_view is not for it), A's
-// block size or -matload_block_size under A's prefix.
+// name (HDF5 files hold matrices by name), A's block size or
+// -matload_block_size under A's prefix.
 PetscErrorCode ELLMPNewLoadMatrix(Mat A, MatType type, Mat *M);
 // The ellmp part of -mat_view ::ascii_info: aijmp's report and the memory per nonzero against AIJ's (memory: bytes
 // held, rows: the global row count).

@@ -1132,6 +1132,8 @@ PetscErrorCode ELLMPNewLoadMatrix(Mat A, MatType type, Mat *M)
   PetscCall(PetscOptionsGetInt(((PetscObject)A)->options, ((PetscObject)A)->prefix, "-matload_block_size", &bs, &set));
   PetscCall(MatCreate(PetscObjectComm((PetscObject)A), M));
   PetscCall(PetscObjectSetOptionsPrefix((PetscObject)*M, "petscmp_internal_"));
+  // an HDF5 file holds a matrix under its name: the name A was given (PETSc's tutorials load "A")
+  if (((PetscObject)A)->name) PetscCall(PetscObjectSetName((PetscObject)*M, ((PetscObject)A)->name));
   PetscCall(MatSetType(*M, type));
   if (bs > 1) PetscCall(MatSetBlockSize(*M, bs));
   PetscFunctionReturn(0);
