@@ -223,10 +223,13 @@ PetscErrorCode ELLMPComposeProducts(Mat A, bool seq, PetscErrorCode (*twin)(Mat,
 PetscErrorCode ELLMPRegisterFactors(void);
 // Gives M, an AIJ copy that stands in for A (a conversion through AIJ, an
 // operation through AIJ, the AIJ twin), what PETSc code may ask of A besides
-// its values: A's local-to-global maps and the DM that made A. PETSc 3.18's
-// MatConvert to MATIS cuts a matrix made by a DM along the DM's subdomains;
-// without the two, A's copy was cut along its own rows and columns (other
-// subdomains: another GDSW coarse space in snes ex56 and ex17 on 4 ranks).
+// its values: A's local-to-global maps, the DM that made A and what is known
+// of A's symmetry. PETSc 3.18's MatConvert to MATIS cuts a matrix made by a
+// DM along the DM's subdomains: without the maps and DM, A's copy was cut
+// along its own rows (another GDSW coarse space in snes ex56 and ex17 on 4
+// ranks). MatCreateGraph adds the transpose unless the matrix is known to be
+// symmetric: without the flags, GAMG's graph of an SPD ellmp matrix rounded
+// otherwise than AIJ's (other HEM aggregates in ksp ex54f).
 PetscErrorCode ELLMPCarryIdentity(Mat A, Mat M);
 // The AIJ matrix of `type` that MatLoad reads A's file into, before A stores
 // it: options prefix of its own (the user's -mat_view is not for it), A's

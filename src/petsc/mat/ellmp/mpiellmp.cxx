@@ -246,7 +246,7 @@ PetscErrorCode fill_mpiaij_from_stored(Mat A, Mat M, bool last_reads = false)
   PetscFunctionReturn(0);
 }
 
-// A new assembled MPIAIJ matrix holding the stored values, with A's maps and DM (collective).
+// A new assembled MPIAIJ matrix holding the stored values, with what PETSc may ask of A (collective).
 PetscErrorCode to_mpiaij(Mat A, Mat *M)
 {
   PetscFunctionBegin;

@@ -678,7 +678,7 @@ PetscErrorCode MatInvertVariableBlockDiagonal_SeqELLMP(Mat A, PetscInt nblocks, 
 
 // ---- conversions -------------------------------------------------------------
 
-// A new SeqAIJ matrix holding the stored values, with A's maps and DM (ELLMPCarryIdentity).
+// A new SeqAIJ matrix holding the stored values, with what PETSc may ask of A (ELLMPCarryIdentity).
 PetscErrorCode to_aij(Mat A, Mat *aij)
 {
   PetscFunctionBegin;
@@ -1120,6 +1120,7 @@ PetscErrorCode ELLMPCarryIdentity(Mat A, Mat M)
     PetscCall(MatSetLocalToGlobalMapping(M, A->rmap->mapping, A->cmap->mapping));
   PetscCall(MatGetDM(A, &dm));
   if (dm) PetscCall(MatSetDM(M, dm));
+  PetscCall(MatPropagateSymmetryOptions(A, M));
   PetscFunctionReturn(0);
 }
 
