@@ -77,13 +77,20 @@ bool runs_are_nodes(const BlockPartition &runs)
   return runs.row_count() > 0 && 10 * runs.block_count() <= 9 * runs.row_count();
 }
 
-BlockPartition uniform_partition(std::int64_t nrows, int block_size)
+void uniform_partition(std::int64_t nrows, int block_size, BlockPartition &p)
 {
   check_block_size(block_size);
+  const std::int64_t nblk = nrows > 0 ? (nrows + block_size - 1) / block_size : 0;
+  p.offsets.resize(static_cast<std::size_t>(nblk) + 1);
+  for (std::int64_t b = 0; b < nblk; ++b)
+    p.offsets[b] = b * block_size;
+  p.offsets[nblk] = std::max<std::int64_t>(nrows, 0);
+}
+
+BlockPartition uniform_partition(std::int64_t nrows, int block_size)
+{
   BlockPartition p;
-  for (std::int64_t r = block_size; r < nrows; r += block_size)
-    p.offsets.push_back(r);
-  if (nrows > 0) p.offsets.push_back(nrows);
+  uniform_partition(nrows, block_size, p);
   return p;
 }
 
@@ -582,13 +589,20 @@ BlockJacobiSetup build_block_jacobi(const CsrView<Index> &csr, const BlockPartit
   BlockJacobiSetup out;
   BlockJacobiStorage &s = out.storage;
   s.nrows               = p.row_count();
-  s.block_format.reserve(static_cast<std::size_t>(nblk));
   // room for every block in fp64 and each group's alignment; cut to what was written at the end
   std::int64_t room = 0;
   for (std::int64_t b = 0; b < nblk; ++b)
     room += std::int64_t(p.block_size(b)) * p.block_size(b) * 8;
   room += 8 * (nblk + 1);
-  if (recycle) s.values.take_memory_of(recycle->values);
+  if (recycle) { // its arrays' memory, not their content
+    s.values.take_memory_of(recycle->values);
+    s.groups.swap(recycle->groups);
+    s.block_format.swap(recycle->block_format);
+    s.groups.clear();
+    s.block_format.clear();
+  }
+  s.block_format.reserve(static_cast<std::size_t>(nblk));
+  s.groups.reserve(static_cast<std::size_t>(nblk / group_blocks + 1)); // (more when formats or sizes change often)
   s.values.resize_uninitialized(static_cast<std::size_t>(room));
   out.kappa_min = std::numeric_limits<double>::infinity();
   InvertedBlocks chunk;

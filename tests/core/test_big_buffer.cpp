@@ -113,3 +113,28 @@ TEST(DiscardPages, WholePagesInsideTheRangeOnly)
     ASSERT_EQ(bytes[i], 0x5a) << "byte " << i << " after the range's last whole page changed";
   EXPECT_EQ(kept + zero, b.size());
 }
+
+#if defined(__linux__)
+// A mapped buffer that grows keeps its pages: its bytes are still there (moved, not copied or faulted again), and
+// only what is written past them becomes resident. Releasing and mapping anew (before) lost the bytes and faulted
+// the written part again.
+TEST(BigBuffer, GrowingKeepsThePages)
+{
+  const std::size_t small = std::size_t(32) << 20, large = std::size_t(128) << 20;
+  BigBuffer b;
+  b.allocate(small);
+  for (std::size_t i = 0; i < small; i += 4096)
+    b.data()[i] = static_cast<unsigned char>(1 + i / 4096 % 251);
+  const long before = resident_kib();
+  b.allocate(large);
+  EXPECT_TRUE(aligned_to(b.data(), BigBuffer::kHugePage));
+  EXPECT_EQ(b.size(), large);
+  for (std::size_t i = 0; i < small; i += 4096)
+    ASSERT_EQ(b.data()[i], static_cast<unsigned char>(1 + i / 4096 % 251)) << "byte " << i << " of the kept pages";
+  // nothing new is resident until written (within 4 MiB: the huge-page rounding of the old and new ends)
+  EXPECT_LT(resident_kib() - before, 4 * 1024);
+  std::memset(b.data() + small, 7, large - small);
+  EXPECT_EQ(b.data()[large - 1], 7);
+  EXPECT_EQ(b.data()[small - 4096], static_cast<unsigned char>(1 + (small / 4096 - 1) % 251));
+}
+#endif

@@ -138,7 +138,7 @@ PetscErrorCode BlocksFromBlockSize(PC pc, PetscInt nrows, bool required, bool *f
              kMaxBlockSize);
   *found = required || (bs > 1 && bs <= kMaxBlockSize);
   if (!*found) PetscFunctionReturn(0);
-  PetscCall(guarded([&] { jac->partition = uniform_partition(nrows, static_cast<int>(bs)); }));
+  PetscCall(guarded([&] { uniform_partition(nrows, static_cast<int>(bs), jac->partition); }));
   PetscCall(PetscSNPrintf(jac->rule, sizeof(jac->rule), "point blocks of the matrix block size %" PetscInt_FMT, bs));
   PetscFunctionReturn(0);
 }

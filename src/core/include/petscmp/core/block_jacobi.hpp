@@ -57,6 +57,8 @@ BlockPartition agglomerate(const BlockPartition &nodes, int max_block_size);
 bool runs_are_nodes(const BlockPartition &runs);
 // Blocks of one size (the last may be shorter when nrows is not a multiple).
 BlockPartition uniform_partition(std::int64_t nrows, int block_size);
+// The same into p, reusing its memory (a new setup of the same PC: 22 M blocks are 178 MB of offsets).
+void uniform_partition(std::int64_t nrows, int block_size, BlockPartition &p);
 // Blocks of the given sizes; throws StorageError when a size is outside
 // [1, kMaxBlockSize] or the sizes do not add up to nrows.
 BlockPartition partition_from_sizes(const std::int64_t *sizes, std::int64_t count, std::int64_t nrows);
