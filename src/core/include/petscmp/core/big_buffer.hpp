@@ -162,25 +162,14 @@ private:
   // fp16 inverses: 1.2 GB of fresh pages per Newton step, Zen 5).
   void grow_mapping(std::size_t n)
   {
-#if defined(__linux__)
-    unsigned char *old        = data_;
-    const std::size_t old_cap = capacity_;
-    data_                     = nullptr;
-    capacity_ = size_ = 0;
-    mapped_           = false;
-    try {
-      map_huge_pages(n);
-    } catch (...) {
-      (void)munmap(old, old_cap);
-      throw;
-    }
-#if defined(MREMAP_FIXED)
-    if (mremap(old, old_cap, old_cap, MREMAP_MAYMOVE | MREMAP_FIXED, data_) != MAP_FAILED) return;
-#endif
-    (void)munmap(old, old_cap); // (the content is undefined anyway)
-#else
-    release();
+    BigBuffer old; // unmapped when it goes, unless its pages moved (the content is undefined anyway)
+    swap(old);
     map_huge_pages(n);
+#if defined(__linux__) && defined(MREMAP_FIXED)
+    if (mremap(old.data_, old.capacity_, old.capacity_, MREMAP_MAYMOVE | MREMAP_FIXED, data_) != MAP_FAILED) {
+      old.data_   = nullptr; // its range now belongs to this buffer
+      old.mapped_ = false;
+    }
 #endif
   }
   void copy_from(const BigBuffer &o)
