@@ -33,6 +33,7 @@ typedef struct {
   double t[256];
   double relerr;
   PCAPBJacobiInfo info;
+  PCAPBJacobiFp64Kernel fp64_kernel; /* apbjacobi: the kernel of its fp64 blocks after the timed applies (rank 0) */
 } Variant;
 
 static PetscErrorCode BuildBlockDiagonal(MPI_Comm comm, PetscInt rows, PetscInt b, PetscReal fp32_fraction, Mat *A)
@@ -167,6 +168,8 @@ static PetscErrorCode BenchBlocks(const char *title, Mat A, PCType reference, PC
       PetscCallMPI(MPI_Barrier(comm));
       v[k].t[r] = MPI_Wtime() - t;
     }
+  for (PetscInt k = 0; k < nv; ++k) /* auto's choice (it times again after each new setup) */
+    if (!strcmp(v[k].type, PCAPBJACOBI)) PetscCall(PCAPBJacobiGetFp64Kernel(v[k].pc, &v[k].fp64_kernel));
   PetscCall(WarmSetups(A, v, nv, setup_reps));
   {
     const double ref_ms = 1e3 * median(v[nv - 1].t, reps), ref_setup = v[nv - 1].setup_s;
@@ -190,6 +193,8 @@ static PetscErrorCode BenchBlocks(const char *title, Mat A, PCType reference, PC
           if (v[k].info.blocks_per_format[f])
             len += (size_t)snprintf(mix + len, sizeof(mix) - len, "%s %" PetscInt64_FMT " ", PetscMPFormats[f],
                                     v[k].info.blocks_per_format[f]);
+        if (v[k].info.blocks_per_format[0])
+          snprintf(mix + len, sizeof(mix) - len, "(fp64 kernel %s)", PCAPBJacobiFp64KernelTypes[v[k].fp64_kernel]);
       }
       const double warm = median(v[k].setup_warm, setup_reps);
       PetscCall(PetscPrintf(comm, "%-14s %9.2f %9.2f %8.2f %6.1f%% %8.2fx %10.2e %9.3f %8.2fx %9.3f %7.2fx  %s\n",

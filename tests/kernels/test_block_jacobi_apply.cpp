@@ -304,9 +304,10 @@ TEST(BlockJacobiApplyReference, KnownSmallResult)
 // 8. OpenMP against reference
 // =================================================================================
 
-// The OpenMP apply against the reference, bitwise, on 1-3 threads. With stream_stores_from (>= 0), through the
-// overload taking that threshold of streaming stores, with y at the start of an allocation (16-byte aligned: the
-// streaming stores) and one value further (8 bytes off: plain stores instead).
+// The OpenMP apply against the reference, bitwise, on 1-3 threads, with each kernel for fp64 small blocks
+// (interleaved, blockwise). With stream_stores_from (>= 0), with that threshold of streaming stores, y at the
+// start of an allocation (16-byte aligned: the streaming stores) and one value further (8 bytes off: plain stores
+// instead).
 void compare_openmp(const BlockJacobiStorage &s, unsigned seed, std::int64_t stream_stores_from = -1)
 {
   const std::vector<double> x = random_vector(static_cast<std::size_t>(s.nrows), seed);
@@ -316,17 +317,20 @@ void compare_openmp(const BlockJacobiStorage &s, unsigned seed, std::int64_t str
     std::vector<double> ref(x.size(), kNaN);
     reference::block_jacobi_apply(s, x.data(), ref.data(), transpose);
     for (int nt : {1, 2, 3})
-      for (std::size_t shift = 0; shift < shifts; ++shift) {
-        SCOPED_TRACE("threads " + std::to_string(nt) + ", y " + std::to_string(8 * shift) + " bytes off");
-        std::vector<double> room(x.size() + 1, kNaN);
-        ASSERT_EQ(reinterpret_cast<std::uintptr_t>(room.data()) % 16, 0u);
-        double *y = room.data() + shift;
-        if (stream_stores_from < 0)
-          openmp::block_jacobi_apply(s, x.data(), y, transpose, nt);
-        else
-          openmp::block_jacobi_apply(s, x.data(), y, transpose, nt, stream_stores_from);
-        expect_same(std::vector<double>(y, y + x.size()), ref, "openmp");
-      }
+      for (openmp::Fp64SmallBlocks kernel : {openmp::Fp64SmallBlocks::interleaved, openmp::Fp64SmallBlocks::blockwise})
+        for (std::size_t shift = 0; shift < shifts; ++shift) {
+          SCOPED_TRACE("threads " + std::to_string(nt) + ", y " + std::to_string(8 * shift) + " bytes off, fp64 " +
+                       (kernel == openmp::Fp64SmallBlocks::blockwise ? "blockwise" : "interleaved"));
+          std::vector<double> room(x.size() + 1, kNaN);
+          ASSERT_EQ(reinterpret_cast<std::uintptr_t>(room.data()) % 16, 0u);
+          double *y = room.data() + shift;
+          openmp::ApplyOptions options;
+          options.nthreads   = nt;
+          options.fp64_small = kernel;
+          if (stream_stores_from >= 0) options.stream_stores_from = stream_stores_from;
+          openmp::block_jacobi_apply(s, x.data(), y, transpose, options);
+          expect_same(std::vector<double>(y, y + x.size()), ref, "openmp");
+        }
   }
 }
 

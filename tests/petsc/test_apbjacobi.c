@@ -12,7 +12,9 @@
    6. a singular block and a NaN block stop CG with KSP_DIVERGED_PC_FAILED on every rank;
    7. a rank with no rows works;
    8. the default (auto) partition is the 3x3 nodes, with block size 3 and, from the pattern, without;
-   9. CG with the default apbjacobi takes at most 2% more iterations than with PCPBJACOBI.
+   9. CG with the default apbjacobi takes at most 2% more iterations than with PCPBJACOBI;
+  10. the kernels for fp64 small blocks (interleaved, blockwise, auto's choice) give the same apply bit for bit, and
+      auto decides after 2 x 3 applies, at once when no fp64 block is stored, and again after a new setup.
    Options: -m <grid nodes per side> -range <scale exponent range> -accuracy <a> -empty_rank1 -failures <bool>
    -failures_only -test_bound_scale <s> (negative control). */
 #include "petscmp_test.h"
@@ -537,6 +539,85 @@ static PetscErrorCode CheckAutoIterations(const Problem *p)
   PetscFunctionReturn(0);
 }
 
+/* Applies pc to x `count` times into y (the last result stays in y). */
+static PetscErrorCode ApplyTimes(PC pc, Vec x, Vec y, PetscInt count)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt k = 0; k < count; ++k) PetscCall(PCApply(pc, x, y));
+  PetscFunctionReturn(0);
+}
+
+/* 10: forced fp64 (3x3 blocks), each fp64 kernel, against the interleaved one bitwise; auto's life cycle. */
+static PetscErrorCode CheckFp64Kernels(const Problem *p)
+{
+  MPI_Comm comm = PETSC_COMM_WORLD;
+  Mat A;
+  PC pc;
+  Vec x, y0, y;
+  PetscBool eq, rows;
+  PetscInt nlocal;
+  PCAPBJacobiFp64Kernel k;
+
+  PetscFunctionBeginUser;
+  PetscCall(BuildMatrix(comm, p, &A));
+  PetscCall(MatGetLocalSize(A, &nlocal, NULL));
+  rows = (PetscBool)(nlocal > 0); /* a rank without rows stores no fp64 block: auto decides at its setup */
+  PetscCall(RandomVec(A, 29, &x));
+  PetscCall(VecDuplicate(x, &y0));
+  PetscCall(VecDuplicate(x, &y));
+  PetscCall(PCCreate(comm, &pc));
+  PetscCall(PCSetType(pc, PCAPBJACOBI));
+  PetscCall(PCSetOperators(pc, A, A));
+  PetscCall(PCAPBJacobiSetFormats(pc, PC_APBJACOBI_FORMATS_FP64));
+  PetscCall(PCAPBJacobiGetFp64Kernel(pc, &k));
+  TEST_CHECK(comm, k == PC_APBJACOBI_FP64_KERNEL_AUTO, "the default fp64 kernel is %s, not auto",
+             PCAPBJacobiFp64KernelTypes[k]);
+  EXPECT_ERROR(PCAPBJacobiSetFp64Kernel(pc, (PCAPBJacobiFp64Kernel)3), "an unknown fp64 kernel");
+  PetscCall(PCAPBJacobiSetFp64Kernel(pc, PC_APBJACOBI_FP64_KERNEL_INTERLEAVED));
+  PetscCall(PCSetUp(pc));
+  PetscCall(PCApply(pc, x, y0));
+  PetscCall(PCAPBJacobiSetFp64Kernel(pc, PC_APBJACOBI_FP64_KERNEL_BLOCKWISE));
+  PetscCall(PCAPBJacobiGetFp64Kernel(pc, &k));
+  TEST_CHECK(comm, k == PC_APBJACOBI_FP64_KERNEL_BLOCKWISE, "the kernel set is not reported (%s)",
+             PCAPBJacobiFp64KernelTypes[k]);
+  PetscCall(PCApply(pc, x, y));
+  PetscCall(VecsBitwiseEqual(y0, y, &eq));
+  TEST_CHECK(comm, eq, "the blockwise fp64 kernel differs from the interleaved one");
+  /* auto: undecided during the first 2 x 3 applies, then one of the two, each apply the same bits */
+  PetscCall(PCAPBJacobiSetFp64Kernel(pc, PC_APBJACOBI_FP64_KERNEL_AUTO));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (PetscInt a = 0; a < 6; ++a) {
+      PetscCall(PCAPBJacobiGetFp64Kernel(pc, &k));
+      TEST_CHECK(comm, k == PC_APBJACOBI_FP64_KERNEL_AUTO || !rows,
+                 "auto decided after %" PetscInt_FMT " of 6 applies (pass %d)", a, pass);
+      PetscCall(PCApply(pc, x, y));
+      PetscCall(VecsBitwiseEqual(y0, y, &eq));
+      TEST_CHECK(comm, eq, "apply %" PetscInt_FMT " under auto differs from the interleaved kernel (pass %d)", a, pass);
+    }
+    PetscCall(PCAPBJacobiGetFp64Kernel(pc, &k));
+    TEST_CHECK(comm, k == PC_APBJACOBI_FP64_KERNEL_INTERLEAVED || k == PC_APBJACOBI_FP64_KERNEL_BLOCKWISE,
+               "auto did not decide after 6 applies (pass %d: %s)", pass, PCAPBJacobiFp64KernelTypes[k]);
+    PetscCall(ApplyTimes(pc, x, y, 2));
+    PetscCall(VecsBitwiseEqual(y0, y, &eq));
+    TEST_CHECK(comm, eq, "the apply with auto's choice differs from the interleaved kernel (pass %d)", pass);
+    PetscCall(MatScale(A, 2.0)); /* new values, new setup: every inverse halves exactly, auto times again */
+    PetscCall(VecScale(y0, 0.5));
+    PetscCall(PCSetUp(pc));
+  }
+  /* no fp64 block stored: nothing to time, the interleaved kernel at once */
+  PetscCall(PCAPBJacobiSetFormats(pc, PC_APBJACOBI_FORMATS_FP32));
+  PetscCall(PCSetUp(pc));
+  PetscCall(PCAPBJacobiGetFp64Kernel(pc, &k));
+  TEST_CHECK(comm, k == PC_APBJACOBI_FP64_KERNEL_INTERLEAVED, "with fp32 blocks only auto is %s, not interleaved",
+             PCAPBJacobiFp64KernelTypes[k]);
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y0));
+  PetscCall(VecDestroy(&y));
+  PetscCall(PCDestroy(&pc));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   Problem p          = {.m           = 12,
@@ -570,6 +651,7 @@ int main(int argc, char **argv)
     PetscCall(CheckMatTypes(&p));
     PetscCall(CheckAutoPartition(&p));
     PetscCall(CheckAutoIterations(&p));
+    PetscCall(CheckFp64Kernels(&p));
   }
   if (failures) {
     PetscCall(CheckFailure(&p, PETSC_FALSE));

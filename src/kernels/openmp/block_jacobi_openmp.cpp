@@ -6,6 +6,7 @@
 // buffer. Either way each sum adds its terms in increasing column order from 0.0, so results are the reference's bit
 // for bit, for any group size.
 #include <algorithm>
+#include <type_traits>
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -170,20 +171,31 @@ template <int N> std::int64_t whole_windows(const BlockJacobiStorage &M, const B
 }
 #endif
 
+// What one apply's runs share: how it meets memory, and which kernel takes fp64 small blocks.
+struct RunSettings {
+  small_blocks::Streaming streaming;
+  bool fp64_blockwise = false; // Fp64SmallBlocks::blockwise
+};
+
 // Groups [g, end) of one run: one format S, one block size N <= 8.
 template <int N, typename S>
 void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x,
-                     double *y, bool transpose, small_blocks::Streaming streaming)
+                     double *y, bool transpose, const RunSettings &settings)
 {
+  if constexpr (std::is_same_v<S, double>)
+    if (settings.fp64_blockwise && !transpose) {
+      for (; g != end; ++g)
+        small_blocks::apply_blockwise<N>(group_values<S>(M, *g), g->nblocks, x + g->row_begin, y + g->row_begin);
+      return;
+    }
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
   if (!transpose && g->nblocks == 8) {
     const std::int64_t full = whole_windows<N>(M, g, end - g);
     if (full)
-      small_blocks::apply_full_groups<N>(group_values<S>(M, *g), full, x + g->row_begin, y + g->row_begin, streaming);
+      small_blocks::apply_full_groups<N>(group_values<S>(M, *g), full, x + g->row_begin, y + g->row_begin,
+                                         settings.streaming);
     g += full;
   }
-#else
-  (void)streaming;
 #endif
   for (; g != end; ++g) {
     if (transpose)
@@ -196,25 +208,25 @@ void apply_small_run(const BlockJacobiStorage &M, const BlockGroup *g, const Blo
 
 template <typename S>
 void apply_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGroup *end, const double *x, double *y,
-               bool transpose, small_blocks::Streaming streaming)
+               bool transpose, const RunSettings &settings)
 {
   switch (g->block_size) {
   case 1:
-    return apply_small_run<1, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<1, S>(M, g, end, x, y, transpose, settings);
   case 2:
-    return apply_small_run<2, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<2, S>(M, g, end, x, y, transpose, settings);
   case 3:
-    return apply_small_run<3, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<3, S>(M, g, end, x, y, transpose, settings);
   case 4:
-    return apply_small_run<4, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<4, S>(M, g, end, x, y, transpose, settings);
   case 5:
-    return apply_small_run<5, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<5, S>(M, g, end, x, y, transpose, settings);
   case 6:
-    return apply_small_run<6, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<6, S>(M, g, end, x, y, transpose, settings);
   case 7:
-    return apply_small_run<7, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<7, S>(M, g, end, x, y, transpose, settings);
   case 8:
-    return apply_small_run<8, S>(M, g, end, x, y, transpose, streaming);
+    return apply_small_run<8, S>(M, g, end, x, y, transpose, settings);
   default:
     for (; g != end; ++g) {
       if (transpose)
@@ -228,7 +240,7 @@ void apply_run(const BlockJacobiStorage &M, const BlockGroup *g, const BlockGrou
 // Groups [first, last) (a thread's share): the storage's runs that meet it, each
 // cut to it and dispatched once.
 void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t last, const double *x, double *y,
-                  bool transpose, small_blocks::Streaming streaming)
+                  bool transpose, const RunSettings &settings)
 {
   if (first >= last) return; // (more threads than groups)
   auto run = std::upper_bound(M.runs.begin(), M.runs.end(), first,
@@ -237,7 +249,7 @@ void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t 
     const std::int64_t end = std::min(last, run->end);
     const BlockGroup *g    = M.groups.data() + first;
     dispatch_format(g->format, [&](auto tag) {
-      apply_run<typename decltype(tag)::type>(M, g, M.groups.data() + end, x, y, transpose, streaming);
+      apply_run<typename decltype(tag)::type>(M, g, M.groups.data() + end, x, y, transpose, settings);
     });
     first = end;
   }
@@ -247,17 +259,21 @@ void apply_groups(const BlockJacobiStorage &M, std::int64_t first, std::int64_t 
 
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads)
 {
-  block_jacobi_apply(M, x, y, transpose, nthreads, kStreamStoresFromBytes);
+  ApplyOptions options;
+  options.nthreads = nthreads;
+  block_jacobi_apply(M, x, y, transpose, options);
 }
 
-void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose, int nthreads,
-                        std::int64_t stream_stores_from)
+void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose,
+                        const ApplyOptions &options)
 {
   const std::int64_t ngroups    = static_cast<std::int64_t>(M.groups.size());
-  [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
-  small_blocks::Streaming streaming;
-  streaming.prefetch = M.value_bytes() >= kPrefetchFromBytes;
-  streaming.stores   = M.value_bytes() + 2 * M.nrows * std::int64_t(sizeof(double)) >= stream_stores_from;
+  [[maybe_unused]] const int nt = threads_available() ? std::max(1, options.nthreads) : 1;
+  RunSettings settings;
+  settings.streaming.prefetch = M.value_bytes() >= kPrefetchFromBytes;
+  settings.streaming.stores =
+      M.value_bytes() + 2 * M.nrows * std::int64_t(sizeof(double)) >= options.stream_stores_from;
+  settings.fp64_blockwise = options.fp64_small == Fp64SmallBlocks::blockwise;
   PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
   {
     int t = 0, count = 1;
@@ -266,7 +282,7 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
     count = omp_get_num_threads();
 #endif
     // contiguous shares of the groups, like schedule(static)
-    apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose, streaming);
+    apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose, settings);
   }
 }
 

@@ -64,6 +64,26 @@ struct Streaming {
   bool prefetch = false, stores = false;
 };
 
+// y = E x block after block for the nb fp64 blocks of one group (E at its values, x and y at its first row): the
+// loop PCPBJACOBI runs over its inverses, on the group's column-interleaved storage. Each y entry adds its N
+// products from 0.0 in column order, as the reference does.
+template <int N> inline void apply_blockwise(const double *E, int nb, const double *x, double *y)
+{
+  const std::size_t stride = static_cast<std::size_t>(nb) * N; // from column c to column c + 1
+  for (int i = 0; i < nb; ++i, x += N, y += N) {
+    const double *Ei = E + static_cast<std::size_t>(i) * N;
+    double xb[N];
+    for (int c = 0; c < N; ++c)
+      xb[c] = x[c];
+    for (int r = 0; r < N; ++r) {
+      double sum = 0.0;
+      for (int c = 0; c < N; ++c)
+        sum += Ei[c * stride + r] * xb[c];
+      y[r] = sum;
+    }
+  }
+}
+
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
 inline __mmask8 lanes_upto8(int n)
 {

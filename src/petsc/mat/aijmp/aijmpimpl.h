@@ -14,6 +14,7 @@
 #include "petscmp.h"
 #include "petscmpglue.h"
 #include "common/device_backend.h"
+#include "common/timed_choice.h"
 #include "petscmp/core/compact_rows.hpp"
 #include "petscmp/core/compact_csr.hpp"
 
@@ -142,12 +143,10 @@ inline void RestoreOps(Mat A, ReplacedOps &saved, const ReplacedOps &ours)
 // nonzero pattern alternate between the two, which give the same result bit
 // for bit, and the faster by median is kept until the pattern changes.
 struct KernelSelection {
-  static constexpr int kSamples = 3;
+  static constexpr int kSamples = TimedChoice::kSamples;
   PetscObjectState nonzerostate = -1; // the pattern the samples belong to
-  int count[2]                  = {0, 0};
-  PetscLogDouble seconds[2][kSamples];
-  MatAIJMPKernel chosen    = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
-  PetscLogDouble median[2] = {0, 0};
+  TimedChoice timing;                 // candidate 0: AIJ's kernel, 1: the compact one
+  MatAIJMPKernel chosen = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
   bool bytes_checked       = false; // choose_by_bytes ran for this pattern
   bool by_bytes            = false; // AIJ chosen without timing: the copy would read about AIJ's bytes
   bool deferred            = false; // AIJ's kernel until `aij_products` reaches the trial point, then timing

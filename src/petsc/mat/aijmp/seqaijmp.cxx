@@ -154,15 +154,9 @@ PetscErrorCode next_kernel(Mat A, Product product, MatAIJMPKernel *kernel)
     else if (product == Product::transpose || sel.deferred)
       *kernel = MAT_AIJMP_KERNEL_AIJ;
     else
-      *kernel = sel.count[0] <= sel.count[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
+      *kernel = sel.timing.next() == 0 ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
   }
   PetscFunctionReturn(0);
-}
-
-PetscLogDouble median_of(PetscLogDouble *t, int n)
-{
-  std::sort(t, t + n);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
 // The values of the compact copy are freed while AIJ's kernel computes the
@@ -182,13 +176,10 @@ void drop_compact_values(SeqAIJMP *d)
 void record_sample(Mat A, MatAIJMPKernel kernel, PetscLogDouble seconds)
 {
   KernelSelection &sel = selection_of(A);
-  const int k          = kernel == MAT_AIJMP_KERNEL_AIJ ? 0 : 1;
-  if (sel.chosen != MAT_AIJMP_KERNEL_AUTO || sel.count[k] >= KernelSelection::kSamples) return;
-  sel.seconds[k][sel.count[k]++] = seconds;
-  if (sel.count[0] < KernelSelection::kSamples || sel.count[1] < KernelSelection::kSamples) return;
-  for (int i = 0; i < 2; ++i)
-    sel.median[i] = median_of(sel.seconds[i], KernelSelection::kSamples);
-  sel.chosen = sel.median[0] <= sel.median[1] ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
+  if (sel.chosen != MAT_AIJMP_KERNEL_AUTO) return;
+  sel.timing.record(kernel == MAT_AIJMP_KERNEL_AIJ ? 0 : 1, seconds);
+  if (!sel.timing.decided()) return;
+  sel.chosen = sel.timing.chosen == 0 ? MAT_AIJMP_KERNEL_AIJ : MAT_AIJMP_KERNEL_COMPACT;
   if (sel.chosen == MAT_AIJMP_KERNEL_AIJ) drop_compact_values(data_of(A));
 }
 
@@ -669,7 +660,7 @@ PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info)
       info.kernel_trial_in = std::max<PetscInt64>(info.kernel_trial_in, s.trial_after - sel.aij_products);
     }
     for (int k = 0; k < 2; ++k)
-      info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.median[k]);
+      info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.timing.median[k]);
   }
   PetscFunctionReturn(0);
 }

@@ -10,25 +10,28 @@
 
 #include "block_jacobi_apply.hpp"
 #include "common/device_backend.h"
+#include "common/timed_choice.h"
 #include "pc/apbjacobi/apbjacobiimpl.h"
 #include "petscmp.h"
 #include "petscmpglue.h"
 #include "spmv.hpp"
 
-const char *const PCAPBJacobiBlocksTypes[]  = {"supervariable",     "matblocksize",         "variable", "auto",
-                                               "PCAPBJacobiBlocks", "PC_APBJACOBI_BLOCKS_", nullptr};
-const char *const PCAPBJacobiFormatsTypes[] = {"all",
-                                               "ieee",
-                                               "range_preserving",
-                                               "fp64",
-                                               "fp32",
-                                               "fp16",
-                                               "bf16",
-                                               "fp11_20",
-                                               "fp11_4",
-                                               "PCAPBJacobiFormats",
-                                               "PC_APBJACOBI_FORMATS_",
-                                               nullptr};
+const char *const PCAPBJacobiBlocksTypes[]     = {"supervariable",     "matblocksize",         "variable", "auto",
+                                                  "PCAPBJacobiBlocks", "PC_APBJACOBI_BLOCKS_", nullptr};
+const char *const PCAPBJacobiFormatsTypes[]    = {"all",
+                                                  "ieee",
+                                                  "range_preserving",
+                                                  "fp64",
+                                                  "fp32",
+                                                  "fp16",
+                                                  "bf16",
+                                                  "fp11_20",
+                                                  "fp11_4",
+                                                  "PCAPBJacobiFormats",
+                                                  "PC_APBJACOBI_FORMATS_",
+                                                  nullptr};
+const char *const PCAPBJacobiFp64KernelTypes[] = {
+    "auto", "interleaved", "blockwise", "PCAPBJacobiFp64Kernel", "PC_APBJACOBI_FP64_KERNEL_", nullptr};
 PetscLogEvent PCAPBJACOBI_Detect = 0, PCAPBJACOBI_Build = 0, PCAPBJACOBI_Apply = 0;
 
 namespace petscmp {
@@ -36,11 +39,12 @@ namespace {
 
 struct APBJacobi {
   // settings
-  PetscInt max_block_size    = kMaxBlockSize;
-  PCAPBJacobiBlocks blocks   = PC_APBJACOBI_BLOCKS_AUTO;
-  PetscReal accuracy         = 1e-2;
-  PCAPBJacobiFormats formats = PC_APBJACOBI_FORMATS_ALL;
-  PetscInt nthreads          = 0; // 0: openmp::default_thread_count()
+  PetscInt max_block_size           = kMaxBlockSize;
+  PCAPBJacobiBlocks blocks          = PC_APBJACOBI_BLOCKS_AUTO;
+  PetscReal accuracy                = 1e-2;
+  PCAPBJacobiFormats formats        = PC_APBJACOBI_FORMATS_ALL;
+  PetscInt nthreads                 = 0; // 0: openmp::default_thread_count()
+  PCAPBJacobiFp64Kernel fp64_kernel = PC_APBJACOBI_FP64_KERNEL_AUTO;
   // state of the last setup
   BlockPartition partition;
   bool partition_valid = false; // detected for the current nonzero pattern and settings
@@ -52,7 +56,30 @@ struct APBJacobi {
   Mat converted = nullptr;        // the local block as SeqAIJ when it is another type
   bool failed   = false;
   PCAPBJacobiInfo local_info{};
+  // fp64_kernel auto: candidate 0 the interleaved kernel, 1 the blockwise one, timed on the applies after a setup;
+  // decided at once (interleaved) when the storage has no fp64 blocks of 1 to 8 rows
+  TimedChoice fp64_trial;
 };
+
+// The two candidates of TimedChoice, in its order.
+constexpr PCAPBJacobiFp64Kernel kFp64Candidates[2] = {PC_APBJACOBI_FP64_KERNEL_INTERLEAVED,
+                                                      PC_APBJACOBI_FP64_KERNEL_BLOCKWISE};
+
+// Whether the storage has fp64 blocks of 1 to 8 rows (the groups where the two kernels differ).
+bool HasSmallFp64Blocks(const BlockJacobiStorage &M)
+{
+  return std::any_of(M.runs.begin(), M.runs.end(), [&](const GroupRun &r) {
+    const BlockGroup &g = M.groups[static_cast<std::size_t>(r.first)];
+    return g.format == Format::fp64 && g.block_size <= 8;
+  });
+}
+
+// The kernel this rank's applies use: the one set, or auto's choice (AUTO while it is still timing).
+PCAPBJacobiFp64Kernel Fp64KernelInUse(const APBJacobi &j)
+{
+  if (j.fp64_kernel != PC_APBJACOBI_FP64_KERNEL_AUTO) return j.fp64_kernel;
+  return j.fp64_trial.decided() ? kFp64Candidates[j.fp64_trial.chosen] : PC_APBJACOBI_FP64_KERNEL_AUTO;
+}
 
 APBJacobi *Data(PC pc)
 {
@@ -335,10 +362,34 @@ PetscErrorCode PCSetUp_APBJacobi(PC pc)
   PetscCall(PetscLogEventEnd(PCAPBJACOBI_Build, pc, 0, 0, 0));
 
   PetscCall(FillLocalInfo(jac, setup));
+  jac->fp64_trial = TimedChoice{}; // new inverses (perhaps new formats): auto times the kernels again
+  if (!HasSmallFp64Blocks(*jac->storage)) jac->fp64_trial.chosen = 0;
   jac->local_info.seconds_detection = t1 - t0;
   jac->local_info.seconds_inversion = setup.seconds_inversion;
   jac->local_info.seconds_selection = setup.seconds_selection;
   if (setup.failed_blocks) PetscCall(ReportFailure(pc, setup));
+  PetscFunctionReturn(0);
+}
+
+// The apply on host arrays; under fp64_kernel auto, the first applies after a setup time the two kernels for fp64
+// small blocks in turn (the transpose has one kernel: it is not timed).
+PetscErrorCode HostApply(APBJacobi *jac, const PetscScalar *x, PetscScalar *y, bool transpose)
+{
+  openmp::ApplyOptions options;
+  PetscLogDouble t0, t1;
+
+  PetscFunctionBegin;
+  options.nthreads    = static_cast<int>(jac->nthreads > 0 ? jac->nthreads : openmp::default_thread_count());
+  const bool timing   = jac->fp64_kernel == PC_APBJACOBI_FP64_KERNEL_AUTO && !transpose && !jac->fp64_trial.decided();
+  const int candidate = jac->fp64_trial.next();
+  const PCAPBJacobiFp64Kernel kernel =
+      jac->fp64_kernel == PC_APBJACOBI_FP64_KERNEL_AUTO ? kFp64Candidates[candidate] : jac->fp64_kernel;
+  options.fp64_small = kernel == PC_APBJACOBI_FP64_KERNEL_BLOCKWISE ? openmp::Fp64SmallBlocks::blockwise
+                                                                    : openmp::Fp64SmallBlocks::interleaved;
+  PetscCall(PetscTime(&t0));
+  openmp::block_jacobi_apply(*jac->storage, x, y, transpose, options);
+  PetscCall(PetscTime(&t1));
+  if (timing) jac->fp64_trial.record(candidate, t1 - t0);
   PetscFunctionReturn(0);
 }
 
@@ -353,7 +404,6 @@ PetscErrorCode Apply(PC pc, Vec x, Vec y, bool transpose)
     PetscCall(VecSetInf(y));
     PetscFunctionReturn(0);
   }
-  const int nt = static_cast<int>(jac->nthreads > 0 ? jac->nthreads : openmp::default_thread_count());
   PetscMemType xm, ym;
   PetscCall(PetscLogEventBegin(PCAPBJACOBI_Apply, pc, x, y, 0));
   PetscCall(VecGetArrayReadAndMemType(x, &xx, &xm));
@@ -361,7 +411,7 @@ PetscErrorCode Apply(PC pc, Vec x, Vec y, bool transpose)
   if (PetscMemTypeDevice(xm) && PetscMemTypeDevice(ym)) // both on the device: the device kernel
     PetscCall(guarded([&] { DeviceBlockJacobiApply(jac->device, *jac->storage, xx, yy, transpose); }));
   else if (PetscMemTypeHost(xm) && PetscMemTypeHost(ym))
-    openmp::block_jacobi_apply(*jac->storage, xx, yy, transpose, nt);
+    PetscCall(HostApply(jac, xx, yy, transpose));
   else
     SETERRQ(PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_INCOMP,
             "petscmp: PCAPBJACOBI needs x and y in the same memory (both host or both device vectors)");
@@ -436,7 +486,36 @@ PetscErrorCode PCSetFromOptions_APBJacobi(PC pc, PetscOptionItems *PetscOptionsO
                             "PCAPBJacobiSetNumThreads", jac->nthreads, &jac->nthreads, nullptr));
   PetscCheck(jac->nthreads >= 0, PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_OUTOFRANGE,
              "-pc_apbjacobi_threads must be >= 0");
+  PetscCall(PetscOptionsEnum("-pc_apbjacobi_fp64_kernel",
+                             "Kernel for fp64 blocks of 1 to 8 rows: auto (time both after each setup, keep the "
+                             "faster), interleaved (8 blocks per SIMD register), blockwise (PCPBJACOBI's loop)",
+                             "PCAPBJacobiSetFp64Kernel", PCAPBJacobiFp64KernelTypes, (PetscEnum)jac->fp64_kernel,
+                             (PetscEnum *)&jac->fp64_kernel, nullptr));
   PetscOptionsHeadEnd();
+  PetscFunctionReturn(0);
+}
+
+// "fp64 blocks of 1-8 rows (rank 0): ..." the kernel and, under auto, what the timing found.
+PetscErrorCode ViewFp64Kernel(const APBJacobi &j, PetscViewer viewer)
+{
+  const TimedChoice &t = j.fp64_trial;
+
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  fp64 blocks of 1-8 rows (rank 0): "));
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+  if (j.fp64_kernel != PC_APBJACOBI_FP64_KERNEL_AUTO)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "%s kernel (set)\n", PCAPBJacobiFp64KernelTypes[j.fp64_kernel]));
+  else if (!j.storage || !HasSmallFp64Blocks(*j.storage))
+    PetscCall(PetscViewerASCIIPrintf(viewer, "none stored\n"));
+  else if (t.decided())
+    PetscCall(PetscViewerASCIIPrintf(
+        viewer, "%s kernel (auto: medians of %d applies, interleaved %.3g ms, blockwise %.3g ms)\n",
+        PCAPBJacobiFp64KernelTypes[kFp64Candidates[t.chosen]], TimedChoice::kSamples, t.median[0] * 1e3,
+        t.median[1] * 1e3));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "auto, timing the kernels (%d of %d applies done)\n",
+                                     t.count[0] + t.count[1], 2 * TimedChoice::kSamples));
+  PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
   PetscFunctionReturn(0);
 }
 
@@ -494,6 +573,7 @@ PetscErrorCode PCView_APBJacobi(PC pc, PetscViewer viewer)
   PetscCall(PetscViewerASCIIPrintf(viewer,
                                    "  setup seconds (max over ranks): detection %.3g, inversion %.3g, selection %.3g\n",
                                    info.seconds_detection, info.seconds_inversion, info.seconds_selection));
+  PetscCall(ViewFp64Kernel(*jac, viewer));
   PetscFunctionReturn(0);
 }
 
@@ -545,7 +625,9 @@ using namespace petscmp;
 .  -pc_apbjacobi_blocks <auto,supervariable,matblocksize,variable> - how blocks are found (see Notes)
 .  -pc_apbjacobi_accuracy <1e-2> - bound on ||I - E~ D||_1 per block; 1e-2 keeps two digits, the choice of Anzt et al.
 .  -pc_apbjacobi_formats <all,ieee,range_preserving,fp64,fp32,fp16,bf16,fp11_20,fp11_4> - formats a block may use
--  -pc_apbjacobi_threads <0> - OpenMP threads per process for the apply (0: one, or OMP_NUM_THREADS)
+.  -pc_apbjacobi_threads <0> - OpenMP threads per process for the apply (0: one, or OMP_NUM_THREADS)
+-  -pc_apbjacobi_fp64_kernel <auto,interleaved,blockwise> - kernel for fp64 blocks of 1 to 8 rows (see
+   `PCAPBJacobiSetFp64Kernel()`)
 
    Notes:
    The default partition, auto, takes the matrix's own nodes and never agglomerates them, so it has the
@@ -840,6 +922,72 @@ PetscErrorCode PCAPBJacobiSetNumThreads(PC pc, PetscInt nthreads)
   PetscCheck(nthreads >= 0, PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_OUTOFRANGE,
              "The thread count must be >= 0, not %" PetscInt_FMT, nthreads);
   if (jac) jac->nthreads = nthreads;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   PCAPBJacobiSetFp64Kernel - Sets the kernel `PCAPBJACOBI` applies its fp64 blocks of 1 to 8 rows with
+
+   Logically Collective
+
+   Input Parameters:
++  pc - the `PCAPBJACOBI` preconditioner
+-  kernel - `PC_APBJACOBI_FP64_KERNEL_AUTO` (default), `PC_APBJACOBI_FP64_KERNEL_INTERLEAVED` or
+            `PC_APBJACOBI_FP64_KERNEL_BLOCKWISE`
+
+   Options Database Key:
+.  -pc_apbjacobi_fp64_kernel <auto,interleaved,blockwise> - the kernel
+
+   Notes:
+   Every kernel gives the same result bit for bit; only the speed differs. Under auto, the first
+   2 x 3 applies after each setup alternate between the two kernels and each process keeps the faster by median
+   (`PCView()` shows the medians). Transposed applies always use the interleaved kernel and are not timed.
+
+   Level: advanced
+
+.seealso: `PCAPBJACOBI`, `PCAPBJacobiFp64Kernel`, `PCAPBJacobiGetFp64Kernel()`
+@*/
+PetscErrorCode PCAPBJacobiSetFp64Kernel(PC pc, PCAPBJacobiFp64Kernel kernel)
+{
+  APBJacobi *jac = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(Lookup(pc, &jac));
+  PetscValidLogicalCollectiveEnum(pc, kernel, 2);
+  PetscCheck(kernel >= PC_APBJACOBI_FP64_KERNEL_AUTO && kernel <= PC_APBJACOBI_FP64_KERNEL_BLOCKWISE,
+             PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_OUTOFRANGE,
+             "Unknown PCAPBJacobiFp64Kernel %d: use auto, interleaved or blockwise", (int)kernel);
+  if (!jac || jac->fp64_kernel == kernel) PetscFunctionReturn(0);
+  jac->fp64_kernel = kernel;
+  jac->fp64_trial  = TimedChoice{};
+  if (jac->storage && !HasSmallFp64Blocks(*jac->storage)) jac->fp64_trial.chosen = 0;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   PCAPBJacobiGetFp64Kernel - Gets the kernel this process applies its fp64 blocks of 1 to 8 rows with
+
+   Not Collective
+
+   Input Parameter:
+.  pc - the `PCAPBJACOBI` preconditioner
+
+   Output Parameter:
+.  kernel - the kernel set; under auto, the one chosen once the timing has decided, `PC_APBJACOBI_FP64_KERNEL_AUTO`
+            while it has not (before the setup and during the first applies)
+
+   Level: advanced
+
+.seealso: `PCAPBJACOBI`, `PCAPBJacobiSetFp64Kernel()`
+@*/
+PetscErrorCode PCAPBJacobiGetFp64Kernel(PC pc, PCAPBJacobiFp64Kernel *kernel)
+{
+  APBJacobi *jac = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(LookupRequired(pc, &jac));
+  PetscValidPointer(kernel, 2);
+  *kernel = Fp64KernelInUse(*jac);
   PetscFunctionReturn(0);
 }
 
