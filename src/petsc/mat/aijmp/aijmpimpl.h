@@ -144,13 +144,13 @@ inline void RestoreOps(Mat A, ReplacedOps &saved, const ReplacedOps &ours)
 // for bit, and the faster by median is kept until the pattern changes.
 struct KernelSelection {
   static constexpr int kSamples = TimedChoice::kSamples;
-  PetscObjectState nonzerostate = -1; // the pattern the samples belong to
-  TimedChoice timing;                 // candidate 0: AIJ's kernel, 1: the compact one
+  PetscObjectState nonzerostate = -1;            // the pattern the samples belong to
+  TimedChoice timing;                            // candidate 0: AIJ's kernel, 1: the compact one
   MatAIJMPKernel chosen = MAT_AIJMP_KERNEL_AUTO; // AUTO: not decided yet
-  bool bytes_checked       = false; // choose_by_bytes ran for this pattern
-  bool by_bytes            = false; // AIJ chosen without timing: the copy would read about AIJ's bytes
-  bool deferred            = false; // AIJ's kernel until `aij_products` reaches the trial point, then timing
-  PetscInt aij_products    = 0;     // products by AIJ's kernel while deferred
+  bool bytes_checked    = false;                 // choose_by_bytes ran for this pattern
+  bool by_bytes         = false;                 // AIJ chosen without timing: the copy would read about AIJ's bytes
+  bool deferred         = false; // AIJ's kernel until `aij_products` reaches the trial point, then timing
+  PetscInt aij_products = 0;     // products by AIJ's kernel while deferred
 };
 
 struct SeqAIJMP : ReplacedOps {
