@@ -303,7 +303,7 @@ $  PC_APBJACOBI_FP64_KERNEL_BLOCKWISE   - block after block, the loop `PCPBJACOB
 
    Note:
    Both give the same result bit for bit and read the same bytes. Which is faster depends on the processor and on
-   what ran before the apply (on AMD Zen 5 the interleaved kernel was 1.1-1.3x faster alone, and 0.65-1.1x as fast
+   what ran before the apply (on AMD Zen 5 the interleaved kernel was 1.1-1.3x faster alone, and 0.63-1.16x as fast
    inside a CG solve), hence the timing. Blocks stored in other formats always use the interleaved kernel, which
    decodes eight blocks at once.
 

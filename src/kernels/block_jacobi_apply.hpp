@@ -21,7 +21,7 @@ namespace openmp {
 // AVX2: a block's rows per register), or block after block with scalar sums, the loop PCPBJACOBI runs over its
 // inverses (`blockwise`). Both add each row's products in the reference's order: the same result bit for bit.
 // fp64 values give SIMD nothing to decode, and which one is faster depends on the machine and on what ran before
-// (Zen 5: interleaved 1.1-1.3x blockwise alone, 0.65-1.1x inside a CG solve), so PCAPBJACOBI times both.
+// (Zen 5: interleaved 1.1-1.3x blockwise alone, 0.63-1.16x inside a CG solve), so PCAPBJACOBI times both.
 enum class Fp64SmallBlocks { interleaved, blockwise };
 
 struct ApplyOptions {
