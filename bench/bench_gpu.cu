@@ -259,25 +259,33 @@ void bench_matrix(const Csr &a, const std::vector<StorageMode> &modes, int reps,
                 static_cast<double>(S.bytes()) / nnz);
     const int segments = S.parts.empty() ? 0 : S.parts[0].segments;
     double value_bytes = 0;
-    for (const SellPart &p : S.parts)
+    bool has_warp_rows = false;
+    for (const SellPart &p : S.parts) {
       value_bytes += static_cast<double>(p.values.size());
+      has_warp_rows = has_warp_rows || p.warp_rows;
+    }
     // a variant reading `read` segments (0: all; split storage's lower levels), after its product was checked
     // bitwise against the CPU reference's at that level
     std::vector<double> ref(n), y(n);
     for (int read = 0; read < std::max(segments, 1); ++read) {
       A.read_segments = read;
       reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
-      A.read_segments = 0;
-      gpu::spmv(*d, read, dx, nullptr, dy);
-      gpu::synchronize();
-      CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
-      std::string name = "petscmp " + label;
-      if (read) name += " read " + std::to_string(read);
-      const bool same = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
-      std::printf("%-26s: %s the CPU reference\n", name.c_str(), same ? "bitwise equal to" : "DIFFERS FROM");
-      if (!same) std::exit(1);
+      A.read_segments    = 0;
       const double bytes = S.bytes() - (read ? value_bytes * (segments - read) / segments : 0.0) + 2 * n * 8.0;
-      variants.push_back({name, bytes, {}, [d, dx, dy, read] { gpu::spmv(*d, read, dx, nullptr, dy); }});
+      // long rows (warp-per-row parts) also 8 rows a warp (WarpRows, device.hpp)
+      for (WarpRows how : {WarpRows::one, WarpRows::grouped}) {
+        if (how == WarpRows::grouped && !has_warp_rows) continue;
+        gpu::spmv(*d, read, dx, nullptr, dy, how);
+        gpu::synchronize();
+        CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(double), cudaMemcpyDeviceToHost));
+        std::string name = "petscmp " + label;
+        if (read) name += " read " + std::to_string(read);
+        if (how == WarpRows::grouped) name += ", 8 rows/warp";
+        const bool same = std::memcmp(y.data(), ref.data(), n * sizeof(double)) == 0;
+        std::printf("%-26s: %s the CPU reference\n", name.c_str(), same ? "bitwise equal to" : "DIFFERS FROM");
+        if (!same) std::exit(1);
+        variants.push_back({name, bytes, {}, [d, dx, dy, read, how] { gpu::spmv(*d, read, dx, nullptr, dy, how); }});
+      }
     }
   }
   time_alternated(variants, reps);
@@ -356,7 +364,7 @@ void bench_block_jacobi(int bs, double gb, bool mixed, int reps, double copy_gbs
   std::vector<std::unique_ptr<gpu::DeviceBlockJacobi>> devices;
   std::vector<Variant> variants;
   // the fp64 blocks and the adaptive ones, each with one and two rows a thread; the adaptive ones also read by
-  // row pairs (16-bit blocks of even size)
+  // row pairs (16-bit blocks of even size; the default, ApplyRows in device.hpp)
   struct Apply {
     const char *name;
     std::size_t storage;
@@ -364,9 +372,9 @@ void bench_block_jacobi(int bs, double gb, bool mixed, int reps, double copy_gbs
   };
   const Apply applies[] = {{"fp64 block-Jacobi", 0, ApplyRows::one},
                            {"fp64 block-Jacobi, 2 rows", 0, ApplyRows::two},
-                           {"apbjacobi (adaptive)", 1, ApplyRows::one},
+                           {"apbjacobi, a row a thread", 1, ApplyRows::one},
                            {"apbjacobi, 2 rows", 1, ApplyRows::two},
-                           {"apbjacobi, row pairs", 1, ApplyRows::pairs}};
+                           {"apbjacobi, row pairs (dflt)", 1, ApplyRows::pairs}};
   for (const BlockJacobiStorage *s : {storages[0].get(), storages[1].get()})
     devices.push_back(std::make_unique<gpu::DeviceBlockJacobi>(*s));
   for (const Apply &a : applies) {

@@ -30,17 +30,28 @@ inline constexpr int kThreadsPerBlock = 256;
 //   pairs: the blocks of 16-bit formats two rows a thread, by row pairs
 //          where the block size is even (rows out and out + 1 of a block in
 //          one 32-bit load); other formats as one.
-// The default is one. On an H200, storage all in fp16 was applied 1.29-1.36x
-// faster by pairs than by one over listed windows (3x3, 8x8, 32x32 blocks),
-// but in another run 0.92x and 0.83x as fast (8x8, 32x32) as by the one-row
-// kernel that numbers its rows, which is what one does where a format covers
-// every window; the next bench_gpu run on a GPU settles it.
+// The default is pairs: on an H200 (2026-11-27, bench_gpu, 1 GB of fp64
+// inverses, alternated in one run) pairs were the fastest of the three in all
+// six cases: storage all in fp16 1.40x / 1.66x / 1.95x the fp64 apply (3x3,
+// 8x8, 32x32 blocks) against one's 1.17x / 1.42x / 1.48x, mixed formats 0.79x /
+// 1.06x / 1.20x against 0.72x / 1.02x / 1.12x.
 enum class ApplyRows { one, two, pairs };
 
+// How the SpMV's warps take the long rows of warp-per-row parts (sell_spmv.hpp;
+// bitwise the same result, bench_gpu measures both):
+//   one:     a row a warp; one lane adds each chunk of 32 products;
+//   grouped: kWarpRowGroup (8) rows a warp; lane j adds row j's chunks.
+// The default is one, the kernel measured on a GPU (0.86-0.96x cuSPARSE's
+// fp64 SpMV on the long-row matrix, ncu: issue- and L2-bound with 9.9 active
+// lanes a warp). grouped is built and tested bitwise (emulated backend; the
+// device tests run it) but has not run on a GPU yet: the next bench_gpu run
+// decides the default.
+enum class WarpRows { one, grouped };
+
 namespace emulated {
-void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y);
+void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y, WarpRows how = WarpRows::one);
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose,
-                        ApplyRows how = ApplyRows::one);
+                        ApplyRows how = ApplyRows::pairs);
 } // namespace emulated
 
 // The GPU backend this library was built with (CUDA or HIP: one per build,
@@ -65,7 +76,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y);
+void spmv(const DeviceSell &A, int read, const double *x, const double *z, double *y, WarpRows how = WarpRows::one);
 
 // apbjacobi's block storage in device memory.
 class DeviceBlockJacobi {
@@ -82,7 +93,7 @@ private:
 };
 
 void block_jacobi_apply(const DeviceBlockJacobi &M, const double *x, double *y, bool transpose,
-                        ApplyRows how = ApplyRows::one);
+                        ApplyRows how = ApplyRows::pairs);
 
 // Device memory for the tests and benchmarks: n doubles, from and to the host.
 class DeviceVector {

@@ -19,6 +19,7 @@
 #include "block_jacobi_apply.hpp"
 #include "csr_matrices.hpp"
 #include "cuda_hip/block_jacobi_apply.hpp" // block_format_chunks
+#include "cuda_hip/sell_spmv.hpp"          // kWarpRowGroup
 #include "device.hpp"
 #include "petscmp/core/compact_csr.hpp"
 #include "petscmp/core/sell_copy.hpp"
@@ -62,7 +63,7 @@ bool skip_without_device()
 // y = A x (+ z) by the backend under test; with alias, z is passed as y (y
 // holds z on entry).
 void backend_spmv(const SellCopy &S, int read, const std::vector<double> &x, const std::vector<double> *z,
-                  std::vector<double> &y, bool alias)
+                  std::vector<double> &y, bool alias, WarpRows how)
 {
   if (alias) y = *z;
 #if defined(PETSCMP_TEST_GPU)
@@ -71,11 +72,11 @@ void backend_spmv(const SellCopy &S, int read, const std::vector<double> &x, con
   dx.upload(x.data());
   dy.upload(y.data());
   if (z && !alias) dz.upload(z->data());
-  gpu::spmv(d, read, dx.data(), alias ? dy.data() : z ? dz.data() : nullptr, dy.data());
+  gpu::spmv(d, read, dx.data(), alias ? dy.data() : z ? dz.data() : nullptr, dy.data(), how);
   gpu::synchronize();
   dy.download(y.data());
 #else
-  emulated::spmv(S, read, x.data(), alias ? y.data() : z ? z->data() : nullptr, y.data());
+  emulated::spmv(S, read, x.data(), alias ? y.data() : z ? z->data() : nullptr, y.data(), how);
 #endif
 }
 
@@ -86,6 +87,14 @@ std::vector<int> read_levels(StorageMode mode)
   for (int r = 1; r < n; ++r)
     levels.push_back(r);
   return levels;
+}
+
+// The ways of taking long rows to test on S: both where S has warp-per-row parts.
+std::vector<WarpRows> warp_row_variants(const SellCopy &S)
+{
+  for (const SellPart &p : S.parts)
+    if (p.warp_rows) return {WarpRows::one, WarpRows::grouped};
+  return {WarpRows::one};
 }
 
 // Every row in exactly one part, the lengths adding up to the nonzeros.
@@ -129,14 +138,17 @@ void compare_with_reference(const Matrix<Index> &a, StorageMode mode, SumOrder o
     std::vector<double> ref(nr), refz(nr);
     reference::spmv(A, a.pattern(), x.data(), nullptr, ref.data());
     reference::spmv(A, a.pattern(), x.data(), z.data(), refz.data());
-    std::vector<double> y(nr, 5.0), yz(nr, 5.0), ya(nr, 5.0);
-    backend_spmv(S, read, x, nullptr, y, false);
-    backend_spmv(S, read, x, &z, yz, false);
-    backend_spmv(S, read, x, &z, ya, true);
-    for (std::size_t i = 0; i < nr; ++i) {
-      ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
-      ASSERT_TRUE(same(yz[i], refz[i])) << "row " << i;
-      ASSERT_TRUE(same(ya[i], refz[i])) << "row " << i << " (z aliasing y)";
+    for (WarpRows how : warp_row_variants(S)) {
+      SCOPED_TRACE(how == WarpRows::grouped ? "long rows grouped" : "long rows one a warp");
+      std::vector<double> y(nr, 5.0), yz(nr, 5.0), ya(nr, 5.0);
+      backend_spmv(S, read, x, nullptr, y, false, how);
+      backend_spmv(S, read, x, &z, yz, false, how);
+      backend_spmv(S, read, x, &z, ya, true, how);
+      for (std::size_t i = 0; i < nr; ++i) {
+        ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
+        ASSERT_TRUE(same(yz[i], refz[i])) << "row " << i;
+        ASSERT_TRUE(same(ya[i], refz[i])) << "row " << i << " (z aliasing y)";
+      }
     }
     // the transpose: a product with the SELL copy of A^T at this read level
     const SellCopy T = make_sell_transpose(A, a.rowptr.data(), a.cols.data(), read, slice_rows);
@@ -144,14 +156,17 @@ void compare_with_reference(const Matrix<Index> &a, StorageMode mode, SumOrder o
     std::vector<double> reft(nc), reftz(nc);
     reference::spmv_transpose(A, a.pattern(), xt.data(), nullptr, reft.data());
     reference::spmv_transpose(A, a.pattern(), xt.data(), zt.data(), reftz.data());
-    std::vector<double> t(nc, 5.0), tz(nc, 5.0), ta(nc, 5.0);
-    backend_spmv(T, 0, xt, nullptr, t, false);
-    backend_spmv(T, 0, xt, &zt, tz, false);
-    backend_spmv(T, 0, xt, &zt, ta, true);
-    for (std::size_t j = 0; j < nc; ++j) {
-      ASSERT_TRUE(same(t[j], reft[j])) << "column " << j << ": " << t[j] << " vs " << reft[j];
-      ASSERT_TRUE(same(tz[j], reftz[j])) << "column " << j;
-      ASSERT_TRUE(same(ta[j], reftz[j])) << "column " << j << " (z aliasing y)";
+    for (WarpRows how : warp_row_variants(T)) {
+      SCOPED_TRACE(how == WarpRows::grouped ? "transpose, long rows grouped" : "transpose, long rows one a warp");
+      std::vector<double> t(nc, 5.0), tz(nc, 5.0), ta(nc, 5.0);
+      backend_spmv(T, 0, xt, nullptr, t, false, how);
+      backend_spmv(T, 0, xt, &zt, tz, false, how);
+      backend_spmv(T, 0, xt, &zt, ta, true, how);
+      for (std::size_t j = 0; j < nc; ++j) {
+        ASSERT_TRUE(same(t[j], reft[j])) << "column " << j << ": " << t[j] << " vs " << reft[j];
+        ASSERT_TRUE(same(tz[j], reftz[j])) << "column " << j;
+        ASSERT_TRUE(same(ta[j], reftz[j])) << "column " << j << " (z aliasing y)";
+      }
     }
   }
 }
@@ -260,7 +275,7 @@ template <typename S, typename Bits> void expect_decodes(const std::vector<Bits>
   const SellCopy c = diagonal_of_patterns<S>(patterns);
   const std::vector<double> x(patterns.size(), 1.0), z(patterns.size(), -0.0);
   std::vector<double> y(patterns.size());
-  backend_spmv(c, 0, x, &z, y, false);
+  backend_spmv(c, 0, x, &z, y, false, WarpRows::one);
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     S s;
     std::memcpy(&s, &patterns[i], sizeof s);
@@ -332,7 +347,7 @@ TEST(SpmvDeviceDecode, ComparisonSeesOneChangedBit)
     ++lane;
   const std::int64_t at = p.slice_offsets[lane / S.slice_rows] + static_cast<std::int64_t>(lane % S.slice_rows);
   p.values.as<unsigned char>()[at * static_cast<std::int64_t>(format_bytes(p.format))] ^= 1u;
-  backend_spmv(S, 0, x, nullptr, y, false);
+  backend_spmv(S, 0, x, nullptr, y, false, WarpRows::one);
   EXPECT_FALSE(same(y[static_cast<std::size_t>(p.rows[lane])], ref[static_cast<std::size_t>(p.rows[lane])]));
 }
 
@@ -375,9 +390,12 @@ TEST(SellCopy, LongRowsHaveWarpPerRowParts)
   const Matrix<std::int32_t> a = random_matrix<std::int32_t>(600, 400, Shape::runs, 65, kLongRows);
   const CompactCsr A           = build_compact_csr(a.view(), StorageOptions{});
   // the rows of S in warp-per-row parts and in slices, each checked
-  auto count = [](const SellCopy &S, std::int64_t &long_rows, std::int64_t &short_rows) {
+  // and a warp-per-row part whose last group of kWarpRowGroup rows (a warp's) is partial
+  bool partial_group = false;
+  auto count         = [&](const SellCopy &S, std::int64_t &long_rows, std::int64_t &short_rows) {
     long_rows = short_rows = 0;
-    for (const SellPart &p : S.parts)
+    for (const SellPart &p : S.parts) {
+      if (p.warp_rows && p.rows.size() % kWarpRowGroup != 0) partial_group = true;
       for (std::size_t l = 0; l < p.rows.size(); ++l) {
         if (p.rows[l] < 0) continue;
         if (p.warp_rows) {
@@ -389,6 +407,7 @@ TEST(SellCopy, LongRowsHaveWarpPerRowParts)
           ASSERT_LE(p.lengths[l], kWarpRowLength);
         }
       }
+    }
     EXPECT_EQ(long_rows + short_rows, S.nrows);
   };
   std::int64_t long_rows = 0, short_rows = 0;
@@ -397,6 +416,7 @@ TEST(SellCopy, LongRowsHaveWarpPerRowParts)
   EXPECT_GT(short_rows, 100);
   count(make_sell_transpose(A, a.rowptr.data(), a.cols.data()), long_rows, short_rows);
   EXPECT_GT(long_rows, 100);
+  EXPECT_TRUE(partial_group);
 }
 
 // Threads fill the slices of the copy: the copy is the same, every array byte for byte, with nodes, slices,

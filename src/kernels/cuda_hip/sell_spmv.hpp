@@ -86,12 +86,21 @@ PETSCMP_HOST_DEVICE inline void sell_spmv_thread(const SellPartView &p, std::int
 }
 
 // ---- warp-per-row parts (long rows, sell_copy.hpp) --------------------------
-// A warp of kWarpLanes threads per row, in two phases per chunk of kWarpLanes
-// entries, so the emulated backend can run them one after the other: every
-// lane multiplies one entry (warp_row_product), then one lane adds the chunk's
-// products to the row's sum in the row's order (add_products). Each product
-// is rounded alone in both orders, so the sum is bitwise row_dot's.
-inline constexpr int kWarpLanes = 32;
+// A warp of kWarpLanes threads sums a group of `group` long rows (1, or
+// kWarpRowGroup: WarpRows in device.hpp), in two phases per chunk of
+// kWarpLanes entries, so the emulated backend can run them one after the
+// other: every lane multiplies its entry of the chunk in each of the group's
+// rows (warp_group_products), then lane j adds row j's products to its sum in
+// the row's order (warp_group_add). Each product is rounded alone in both
+// orders, so the sum is bitwise row_dot's. With one row a warp, one lane adds
+// each chunk while 31 wait: ncu on an H200 showed 9.9 active lanes a warp and
+// the kernel bound by issue and L2 at 0.86x cuSPARSE's fp64 SpMV (long-row
+// matrix); a group of kWarpRowGroup rows shares those adds among 8 lanes.
+inline constexpr int kWarpLanes    = 32;
+inline constexpr int kWarpRowGroup = 8;
+// A row's chunk of products in shared memory, padded by one so that the group's
+// lanes reading their rows' products fall in different banks.
+inline constexpr int kProductStride = kWarpLanes + 1;
 
 // Row r of a warp-per-row part: its matrix row (-1: none), first entry and length.
 struct WarpRow {
@@ -114,6 +123,37 @@ PETSCMP_HOST_DEVICE inline double warp_row_product(const SellPartView &p, std::i
   return vals[static_cast<std::size_t>(e)] * x[col];
 }
 
+// The number of rows in group g of `group` rows, and the rows themselves (rows[0..count)).
+PETSCMP_HOST_DEVICE inline int warp_group_size(const SellPartView &p, std::int64_t g, int group)
+{
+  const std::int64_t left = p.lanes - g * group;
+  return static_cast<int>(left < group ? left : group);
+}
+PETSCMP_HOST_DEVICE inline void warp_group_rows(const SellPartView &p, std::int64_t g, int group, int count,
+                                                WarpRow *rows)
+{
+  for (int j = 0; j < count; ++j)
+    rows[j] = warp_row(p, g * group + j);
+}
+PETSCMP_HOST_DEVICE inline std::int64_t longest_row(const WarpRow *rows, int count)
+{
+  std::int64_t longest = 0;
+  for (int j = 0; j < count; ++j)
+    longest = rows[j].n > longest ? rows[j].n : longest;
+  return longest;
+}
+
+// Phase 1, lane `lane` of group g's warp: its entry c + lane of each row j, at
+// products[j * kProductStride + lane] (0 past the row's end, never added).
+template <typename S, bool Narrow>
+PETSCMP_HOST_DEVICE inline void warp_group_products(const SellPartView &p, std::int64_t g, int group,
+                                                    const WarpRow *rows, int count, std::int64_t c, int lane,
+                                                    const double *x, double *products)
+{
+  for (int j = 0; j < count; ++j)
+    products[j * kProductStride + lane] = warp_row_product<S, Narrow>(p, g * group + j, rows[j], c + lane, x);
+}
+
 // sum + the first m products of a chunk, in the order of row_dot (Order).
 template <SumOrder Order>
 PETSCMP_HOST_DEVICE inline double add_products(double sum, const double *products, std::int64_t m)
@@ -128,6 +168,15 @@ PETSCMP_HOST_DEVICE inline double add_products(double sum, const double *product
     if (j < m) sum += products[j];
   }
   return sum;
+}
+
+// Phase 2, lane j of the group: row j's sum plus its products of the chunk at
+// entry c (products: row j's slots), in the row's order.
+template <SumOrder Order>
+PETSCMP_HOST_DEVICE inline double warp_group_add(double sum, const WarpRow &w, std::int64_t c, const double *products)
+{
+  if (w.row < 0 || c >= w.n) return sum;
+  return add_products<Order>(sum, products, w.n - c < kWarpLanes ? w.n - c : kWarpLanes);
 }
 
 } // namespace petscmp

@@ -41,27 +41,33 @@ SellPartView view_of(const SellPart &p, int slice_rows)
 
 } // namespace
 
-// A warp-per-row part: each row's chunks, the lanes' products (phase 1) and
-// then their sum (phase 2), as a warp of the GPU backends runs them.
+// A warp-per-row part: each group's chunks, the lanes' products (phase 1) and
+// then the group's lanes' sums (phase 2), as a warp of the GPU backends runs them.
 template <typename S, SumOrder O, bool Narrow>
-void warp_rows(const SellPartView &v, const double *x, const double *z, double *y)
+void warp_rows(const SellPartView &v, int group, const double *x, const double *z, double *y)
 {
-  for (std::int64_t r = 0; r < v.lanes; ++r) {
-    const WarpRow w = warp_row(v, r);
-    if (w.row < 0) continue;
-    double products[kWarpLanes];
-    double sum = z ? z[w.row] : 0.0;
-    for (std::int64_t c = 0; c < w.n; c += kWarpLanes) {
+  for (std::int64_t g = 0; g * group < v.lanes; ++g) {
+    WarpRow rows[kWarpRowGroup];
+    const int count = warp_group_size(v, g, group);
+    warp_group_rows(v, g, group, count, rows);
+    const std::int64_t longest = longest_row(rows, count);
+    double products[kWarpRowGroup * kProductStride], sums[kWarpRowGroup];
+    for (int j = 0; j < count; ++j)
+      sums[j] = rows[j].row >= 0 && z ? z[rows[j].row] : 0.0;
+    for (std::int64_t c = 0; c < longest; c += kWarpLanes) {
       for (int lane = 0; lane < kWarpLanes; ++lane)
-        products[lane] = warp_row_product<S, Narrow>(v, r, w, c + lane, x);
-      sum = add_products<O>(sum, products, std::min<std::int64_t>(kWarpLanes, w.n - c));
+        warp_group_products<S, Narrow>(v, g, group, rows, count, c, lane, x, products);
+      for (int j = 0; j < count; ++j)
+        sums[j] = warp_group_add<O>(sums[j], rows[j], c, products + j * kProductStride);
     }
-    y[w.row] = sum;
+    for (int j = 0; j < count; ++j)
+      if (rows[j].row >= 0) y[rows[j].row] = sums[j];
   }
 }
 
-void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y)
+void spmv(const SellCopy &A, int read, const double *x, const double *z, double *y, WarpRows how)
 {
+  const int group = how == WarpRows::grouped ? kWarpRowGroup : 1;
   for (const SellPart &part : A.parts) {
     const SellPartView v = view_of(part, A.rows_per_slice(part));
     dispatch_part(part.format, part.segments, read, A.order, part.narrow(), [&](auto tag, auto order, auto narrow) {
@@ -69,7 +75,7 @@ void spmv(const SellCopy &A, int read, const double *x, const double *z, double 
       constexpr SumOrder O = decltype(order)::value;
       constexpr bool N     = decltype(narrow)::value;
       if (part.warp_rows)
-        warp_rows<S, O, N>(v, x, z, y);
+        warp_rows<S, O, N>(v, group, x, z, y);
       else
         launch(v.lanes, [&](std::int64_t lane) { sell_spmv_thread<S, O, N>(v, lane, x, z, y); });
     });
