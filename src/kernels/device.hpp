@@ -30,7 +30,7 @@ inline constexpr int kThreadsPerBlock = 256;
 //   pairs: the blocks of 16-bit formats two rows a thread, by row pairs
 //          where the block size is even (rows out and out + 1 of a block in
 //          one 32-bit load); other formats as one.
-// The default is pairs: on an H200 (2026-11-27, bench_gpu, 1 GB of fp64
+// The default is pairs: on an H200 (2026-11-28, bench_gpu, 1 GB of fp64
 // inverses, alternated in one run) pairs were the fastest of the three in all
 // six cases: storage all in fp16 1.40x / 1.66x / 1.95x the fp64 apply (3x3,
 // 8x8, 32x32 blocks) against one's 1.17x / 1.42x / 1.48x, mixed formats 0.79x /

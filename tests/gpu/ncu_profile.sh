@@ -2,8 +2,9 @@
 # Nsight Compute profiles of the device SpMV kernels on a lent GPU (one call,
 # after tests/gpu/device_session.sh): the thread-per-row kernel reading fp32
 # values of the 27-point matrix, and the warp-per-row kernels of the long-row
-# matrix (a row a warp, 8 rows a warp) beside cuSPARSE's CSR kernel on it. Each profile goes to
-# $OUT (or BUILD) as text. The clocks are left alone (--clock-control none).
+# matrix (a row a warp, 8 rows a warp) beside cuSPARSE's CSR kernel on it.
+# Each profile goes to $OUT (or BUILD) as text. The clocks are left alone
+# (--clock-control none).
 #   bash tests/gpu/ncu_profile.sh build-gpu         (NCU_S: time limit a profile, default 120)
 set -uo pipefail
 build=${1:-build-gpu}
