@@ -849,6 +849,26 @@ static PetscErrorCode TestConvertToIS(void)
   PetscFunctionReturn(0);
 }
 
+/* ellmp's AIJ twin (the copy SOR, coloring and products run on) knows what A's flags say when it is asked for, also
+   for a flag set after the twin was made: symmetric and SPD known and true, or, before, not known. */
+static PetscErrorCode CheckTwinSymmetry(Mat A, PetscBool flagged)
+{
+  PetscErrorCode (*twin)(Mat, Mat *) = NULL;
+  Mat       T;
+  PetscBool set, flg, spd_set, spd;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectQueryFunction((PetscObject)A, "PetscMPTwin_C", &twin));
+  TEST_CHECK(PETSC_COMM_WORLD, twin != NULL, "an ellmp matrix composes no PetscMPTwin_C");
+  if (!twin) PetscFunctionReturn(0);
+  PetscCall(twin(A, &T));
+  PetscCall(MatIsSymmetricKnown(T, &set, &flg));
+  PetscCall(MatIsSPDKnown(T, &spd_set, &spd));
+  if (flagged) TEST_CHECK(PETSC_COMM_WORLD, set && flg && spd_set && spd, "the twin does not know A is SPD (set after it was made)");
+  else TEST_CHECK(PETSC_COMM_WORLD, !set && !spd_set, "the twin claims a symmetry A was not told");
+  PetscFunctionReturn(0);
+}
+
 /* A symmetric matrix flagged MAT_SPD: ellmp's graph for GAMG (MatCreateGraph through an AIJ copy) equals AIJ's bit for
    bit. The copy must know the symmetry: else MatCreateGraph adds the transpose and the scaled graph rounds otherwise
    (GAMG with HEM coarsening in ksp ex54f took other aggregates: 133 coarse nodes instead of 126). */
@@ -876,7 +896,9 @@ static PetscErrorCode TestGraphOfSymmetric(void)
     }
     PetscCall(MatAssemblyBegin(A[k], MAT_FINAL_ASSEMBLY));
     PetscCall(MatAssemblyEnd(A[k], MAT_FINAL_ASSEMBLY));
+    if (k == 1) PetscCall(CheckTwinSymmetry(A[k], PETSC_FALSE)); /* the twin (SOR, coloring, products) made now */
     PetscCall(MatSetOption(A[k], MAT_SPD, PETSC_TRUE));
+    if (k == 1) PetscCall(CheckTwinSymmetry(A[k], PETSC_TRUE)); /* the flag set after the twin was made reaches it */
     PetscCall(MatCreateGraph(A[k], PETSC_TRUE, PETSC_TRUE, -1.0, &G[k]));
   }
   PetscCall(CompareEntries(G[1], G[0], 0.0, "MatCreateGraph of an SPD ellmp matrix against AIJ's"));

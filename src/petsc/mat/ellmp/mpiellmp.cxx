@@ -351,6 +351,8 @@ PetscErrorCode twin_of(Mat A, Mat *M)
     PetscCall(SeqELLMPRefreshAIJ(d->off, To));
     PetscCall(PetscObjectStateIncrease((PetscObject)t.aij));
   }
+  // what A's flags say now (MatSetOption changes no state, so a twin made earlier would keep the old flags)
+  PetscCall(MatPropagateSymmetryOptions(A, t.aij));
   t.synced = state;
   *M       = t.aij;
   PetscFunctionReturn(0);

@@ -1154,6 +1154,8 @@ PetscErrorCode SeqELLMPTwin(Mat A, Mat *aij)
   } else if (t.synced != state) {
     PetscCall(SeqELLMPRefreshAIJ(A, t.aij));
   }
+  // what A's flags say now (MatSetOption changes no state, so a twin made earlier would keep the old flags)
+  PetscCall(MatPropagateSymmetryOptions(A, t.aij));
   t.synced = state;
   *aij     = t.aij;
   PetscFunctionReturn(0);
