@@ -274,6 +274,10 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
   settings.streaming.stores =
       M.value_bytes() + 2 * M.nrows * std::int64_t(sizeof(double)) >= options.stream_stores_from;
   settings.fp64_blockwise = options.fp64_small == Fp64SmallBlocks::blockwise;
+  if (nt == 1) { // no parallel region: even with its if clause false, opening one cost microseconds an apply
+    apply_groups(M, 0, ngroups, x, y, transpose, settings);
+    return;
+  }
   PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
   {
     int t = 0, count = 1;
