@@ -655,9 +655,7 @@ void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_l
                 double *y, int nthreads)
 {
   [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
-  PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
-  {
-    const int t = thread_id(), team = team_size();
+  auto units                    = [&](const int t, const int team) {
     if (!A.all_rows_covered) {
       // rows outside every block are empty; listed rows are overwritten below
       const std::int64_t r0 = A.nrows * t / team, r1 = A.nrows * (t + 1) / team;
@@ -696,7 +694,13 @@ void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_l
         u0 = u1;
       }
     }
+  };
+  if (nt == 1) { // no parallel region: even with its if clause false, opening one cost microseconds a product
+    units(0, 1);
+    return;
   }
+  PETSCMP_OMP(omp parallel num_threads(nt))
+  units(thread_id(), team_size()); // (the barrier above, orphaned, binds to this region)
 }
 } // namespace
 
