@@ -278,7 +278,7 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
     apply_groups(M, 0, ngroups, x, y, transpose, settings);
     return;
   }
-  PETSCMP_OMP(omp parallel num_threads(nt) if (nt > 1))
+  PETSCMP_OMP(omp parallel num_threads(nt))
   {
     int t = 0, count = 1;
 #if defined(_OPENMP)
