@@ -31,7 +31,8 @@ void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::
 
 namespace openmp {
 // Threads used when nothing asks for more: 1, so that one MPI rank per core
-// never oversubscribes. OMP_NUM_THREADS, when set, is honoured.
+// never oversubscribes. OMP_NUM_THREADS, when set in the environment the
+// process started with, is honoured.
 int default_thread_count();
 // Whether this build has OpenMP threads at all.
 bool threads_available();
