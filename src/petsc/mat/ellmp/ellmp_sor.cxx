@@ -119,10 +119,10 @@ PetscErrorCode copy_inode_blocks(Mat A, SorState &s, bool *usable)
     PetscInt room;
     if (inode_sizes_fit(A, &room) && s.sweepable)
       PetscCall(guarded([&] {
-        s.inode_block_sizes.assign(d->inode_sizes.begin(), d->inode_sizes.end());
+        s.inode_sizes.assign(d->inode_sizes.begin(), d->inode_sizes.end()); // (the same sizes as the inverses')
         s.inode_blocks.resize(static_cast<std::size_t>(room));
         s.inode_blocks_usable = reference::inode_diagonal_blocks(*d->compact, CsrPattern<PetscInt>{}, s.rows,
-                                                                 s.inode_block_sizes.data(), s.inode_blocks.data());
+                                                                 s.inode_sizes.data(), s.inode_blocks.data());
       }));
     s.inode_blocks_valid = true;
   }
@@ -249,7 +249,7 @@ PetscErrorCode MatMultDiagonalBlock_SeqELLMP(Mat A, Vec bb, Vec xx)
   PetscCall(VecGetArray(xx, &x));
   PetscCall(VecGetArrayRead(bb, &b));
   PetscCall(guarded([&] {
-    reference::inode_block_product(s.inode_block_sizes.data(), static_cast<std::int64_t>(s.inode_block_sizes.size()),
+    reference::inode_block_product(s.inode_sizes.data(), static_cast<std::int64_t>(s.inode_sizes.size()),
                                    s.inode_blocks.data(), b, x);
   }));
   PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(s.inode_blocks.size())));

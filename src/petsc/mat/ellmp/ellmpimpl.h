@@ -33,14 +33,15 @@ struct SorState {
   bool idiag_valid = false;
   PetscReal omega = 1, shift = 0; // what idiag was made with
   std::vector<double> idiag, work;
-  // AIJ's inode SOR (inodes, omega 1, no shift): the inodes' sizes and their inverted diagonal blocks, node after node
+  // AIJ's inode SOR (inodes, omega 1, no shift): the inodes' sizes (AIJ's inodes at the last build, as int; written
+  // by whichever of the two arrays below is made first for the values) and their inverted diagonal blocks, node after
+  // node
   bool inode_valid = false, inode_usable = false; // (usable: the sizes are the rows' inodes)
   std::vector<int> inode_sizes;
   std::vector<double> inode_inverses;
-  // the blocks not inverted, for Eisenstat and MatMultDiagonalBlock (made at their first call for the values), and
-  // their node sizes (AIJ's inodes at the last build; usable: they are the rows')
+  // the blocks not inverted, for Eisenstat and MatMultDiagonalBlock (made at their first call for the values; usable:
+  // the sizes are the rows' inodes)
   std::vector<double> inode_blocks;
-  std::vector<int> inode_block_sizes;
   bool inode_blocks_valid = false, inode_blocks_usable = false;
   PetscObjectState told_copy = -1; // the state -info was last told a call went to the AIJ copy
 };
