@@ -7,9 +7,6 @@
 // for bit, for any group size.
 #include <algorithm>
 #include <type_traits>
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
 
 #include "../block_jacobi_apply.hpp"
 #include "../prefetch.hpp"
@@ -267,27 +264,16 @@ void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y,
 void block_jacobi_apply(const BlockJacobiStorage &M, const double *x, double *y, bool transpose,
                         const ApplyOptions &options)
 {
-  const std::int64_t ngroups    = static_cast<std::int64_t>(M.groups.size());
-  [[maybe_unused]] const int nt = threads_available() ? std::max(1, options.nthreads) : 1;
+  const std::int64_t ngroups = static_cast<std::int64_t>(M.groups.size());
+  const int nt               = threads_available() ? std::max(1, options.nthreads) : 1;
   RunSettings settings;
   settings.streaming.prefetch = M.value_bytes() >= kPrefetchFromBytes;
   settings.streaming.stores =
       M.value_bytes() + 2 * M.nrows * std::int64_t(sizeof(double)) >= options.stream_stores_from;
   settings.fp64_blockwise = options.fp64_small == Fp64SmallBlocks::blockwise;
-  if (nt == 1) { // no parallel region: even with its if clause false, opening one cost microseconds an apply
-    apply_groups(M, 0, ngroups, x, y, transpose, settings);
-    return;
-  }
-  PETSCMP_OMP(omp parallel num_threads(nt))
-  {
-    int t = 0, count = 1;
-#if defined(_OPENMP)
-    t     = omp_get_thread_num();
-    count = omp_get_num_threads();
-#endif
-    // contiguous shares of the groups, like schedule(static)
+  run_team(nt, [&](int t, int count) { // contiguous shares of the groups, like schedule(static)
     apply_groups(M, ngroups * t / count, ngroups * (t + 1) / count, x, y, transpose, settings);
-  }
+  });
 }
 
 } // namespace openmp

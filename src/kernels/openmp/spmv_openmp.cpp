@@ -20,26 +20,6 @@ namespace openmp {
 
 namespace {
 
-int thread_id()
-{
-#if defined(_OPENMP)
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-
-// The team OpenMP actually gave, which may be smaller than requested
-// (OMP_THREAD_LIMIT, OMP_DYNAMIC, nested regions): work is split over it.
-int team_size()
-{
-#if defined(_OPENMP)
-  return omp_get_num_threads();
-#else
-  return 1;
-#endif
-}
-
 // First entry of `offsets[lo..hi]` (nondecreasing) that is >= target.
 template <typename T>
 std::int64_t lower_bound_index(const T *offsets, std::int64_t lo, std::int64_t hi, std::int64_t target)
@@ -659,8 +639,8 @@ template <typename Index, typename UnitLevel>
 void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_level, const double *x, const double *z,
                 double *y, int nthreads)
 {
-  [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
-  auto units                    = [&](const int t, const int team) {
+  const int nt = threads_available() ? std::max(1, nthreads) : 1;
+  auto units   = [&](const int t, const int team) {
     if (!A.all_rows_covered) {
       // rows outside every block are empty; listed rows are overwritten below
       const std::int64_t r0 = A.nrows * t / team, r1 = A.nrows * (t + 1) / team;
@@ -700,12 +680,7 @@ void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_l
       }
     }
   };
-  if (nt == 1) { // no parallel region: even with its if clause false, opening one cost microseconds a product
-    units(0, 1);
-    return;
-  }
-  PETSCMP_OMP(omp parallel num_threads(nt))
-  units(thread_id(), team_size()); // (the barrier above, orphaned, binds to this region)
+  run_team(nt, units); // (the barrier above, orphaned, binds to run_team's region where there is one)
 }
 } // namespace
 
@@ -743,16 +718,14 @@ template <typename Index>
 void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y,
                     int nthreads)
 {
-  [[maybe_unused]] const int nt = threads_available() ? std::max(1, nthreads) : 1;
+  const int nt = threads_available() ? std::max(1, nthreads) : 1;
   if (nt == 1 || A.entry_split()) {
     reference::spmv_transpose(A, pattern, x, z, y);
     return;
   }
   const std::int64_t ncols = A.ncols;
   std::vector<double> partial(static_cast<std::size_t>(ncols) * nt, 0.0);
-  PETSCMP_OMP(omp parallel num_threads(nt))
-  {
-    const int t = thread_id(), team = team_size();
+  run_team(nt, [&](const int t, const int team) {
     double *mine = partial.data() + static_cast<std::size_t>(ncols) * t;
     for (const RowBlock &block : A.blocks) {
       std::int64_t k0, k1;
@@ -783,14 +756,14 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
       });
     }
     PETSCMP_OMP(omp barrier)
-PETSCMP_OMP(omp for schedule(static))
-for (std::int64_t j = 0; j < ncols; ++j) {
-  double s = z ? z[j] : 0.0;
-  for (int u = 0; u < nt; ++u)
-    s += partial[static_cast<std::size_t>(ncols) * u + j];
-  y[j] = s;
-}
-  }
+    PETSCMP_OMP(omp for schedule(static)) // (orphaned: binds to run_team's region)
+    for (std::int64_t j = 0; j < ncols; ++j) {
+      double s = z ? z[j] : 0.0;
+      for (int u = 0; u < nt; ++u)
+        s += partial[static_cast<std::size_t>(ncols) * u + j];
+      y[j] = s;
+    }
+  });
 }
 
 template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *, double *,

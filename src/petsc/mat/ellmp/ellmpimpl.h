@@ -33,8 +33,8 @@ struct SorState {
   bool idiag_valid = false;
   PetscReal omega = 1, shift = 0; // what idiag was made with
   std::vector<double> idiag, work;
-  // AIJ's inode SOR (inodes, omega 1, no shift): the inodes' sizes (AIJ's inodes at the last build, as int; written
-  // by whichever of the two arrays below is made first for the values) and their inverted diagonal blocks, node after
+  // AIJ's inode SOR (inodes, omega 1, no shift): the inodes' sizes (AIJ's inodes at the last build, as int; the same
+  // for both arrays of blocks below, each writing them when it is made) and their inverted diagonal blocks, node after
   // node
   bool inode_valid = false, inode_usable = false; // (usable: the sizes are the rows' inodes)
   std::vector<int> inode_sizes;
