@@ -12,6 +12,10 @@
 #include "../row_dot.hpp"
 #include "../sor.hpp"
 
+#if defined(__F16C__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace petscmp {
 namespace reference {
 
@@ -136,15 +140,40 @@ inline void prefetch_slice(const RowBlock &block, std::int64_t q)
     prefetch_to_l2(cols + o);
 }
 
+// A slice's fp16 or bf16 values in fp32 (exact), n a multiple of 8.
+inline void widen(const fp16_t *in, std::size_t n, float *out)
+{
+#if defined(__F16C__)
+  for (std::size_t i = 0; i < n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i))));
+#else
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(decode(in[i]));
+#endif
+}
+inline void widen(const bf16_t *in, std::size_t n, float *out)
+{
+#if defined(__AVX2__)
+  for (std::size_t i = 0; i < n; i += 8) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i)));
+    _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+  }
+#else
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(decode(in[i]));
+#endif
+}
+
 // Where the walk of one sweep left a block, kept across its runs: the last
-// slice in fp64 (decoded into values where it is not stored in fp64 or fp32)
-// and the last node. Where rows of other formats lie between a block's rows (the rows
+// slice (decoded into values, or into floats from fp16 and bf16, where it is
+// not stored in fp64 or fp32) and the last node. Where rows of other formats lie between a block's rows (the rows
 // of a node in two formats, say), the walk meets the block in many short runs:
 // decoding the slice again and searching the node for each made a
 // cache-resident inode sweep 0.3x AIJ's speed.
 struct BlockCursor {
   bool prefetch = true; // SorRows::prefetch
   std::vector<double> values;
+  std::vector<float> floats; // the last slice's 16-bit values in fp32
   const double *at  = nullptr;
   std::int64_t q    = -1;
   std::int64_t node = -1;
@@ -218,22 +247,30 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
     const std::int64_t q_first = k_first / kSliceRows, q_last = (k_end - 1) / kSliceRows;
     const std::int32_t *lengths = block.row_lengths.data();
     // fp32 values are read in place, each converted as the sum takes it (one instruction more a product): decoded
-    // together at the slice's start, the slice's first row waited for the whole slice (Zen 4, 27-point 30^3 in
-    // L3: 0.77-0.91x AIJ's speed decoded, 0.84-1.03x in place; 120^3: 1.05-1.08x, 1.22x). 16-bit values stay
-    // decoded: their scalar conversion takes three instructions (27-point 120^3 fp16: 0.99x in place, 1.32x).
+    // to fp64 together at the slice's start, the slice's first row waited for the whole slice (Zen 4, 27-point
+    // 30^3 in L3: 0.77-0.91x AIJ's speed decoded, 0.84-1.03x in place; 120^3: 1.05-1.08x, 1.22x). fp16 and bf16
+    // values are widened to fp32 at the slice's start (exact; one 32-byte store per 8 values, where fp64 took two,
+    // and each read in place as above: 27-point 30^3 fp16 / bf16, medians of 10 processes, 0.91x / 0.95x decoded
+    // to fp64, 0.98x / 1.01x widened); their scalar conversion in place takes three instructions (120^3 fp16:
+    // 0.99x, 1.32x decoded).
     constexpr bool kInPlace = std::is_same_v<typename Vals::storage_type, float>;
+    constexpr bool kWiden =
+        std::is_same_v<typename Vals::storage_type, fp16_t> || std::is_same_v<typename Vals::storage_type, bf16_t>;
     for (std::int64_t q0 = 0; q0 <= q_last - q_first; ++q0) {
       const std::int64_t q = Descending ? q_last - q0 : q_first + q0, slice_k = q * kSliceRows;
       const std::int64_t k0 = std::max(slice_k, k_first), k1 = std::min(slice_k + kSliceRows, k_end);
       const std::int64_t width = block.slice_width(q), from = block.slice_offsets[static_cast<std::size_t>(q)];
       const std::int32_t *slice_cols = block.cols.data() + block.slice_col_offsets[static_cast<std::size_t>(q)];
-      // the slice's values in fp64, decoded together (SIMD, in their stored order) where they are not fp64 or
-      // fp32: a row then reads doubles, not one scalar conversion per entry (fp16 27-point: 0.94x AIJ's speed
-      // with those)
+      // the slice's values decoded together (SIMD, in their stored order) where they are not fp64 or fp32: to fp32
+      // from fp16 and bf16, to fp64 from the others; a row then reads them, not one scalar decode per entry (fp16
+      // 27-point: 0.94x AIJ's speed with those)
       if (cursor.q != q) {
         if (cursor.prefetch) prefetch_slice(block, Descending ? q - kPrefetchSlices : q + kPrefetchSlices);
-        if constexpr (!kInPlace) {
-          const std::size_t stored = static_cast<std::size_t>(width * kSliceRows);
+        const std::size_t stored = static_cast<std::size_t>(width * kSliceRows);
+        if constexpr (kWiden) {
+          if (cursor.floats.size() < stored) cursor.floats.resize(stored);
+          widen(vals.data() + from, stored, cursor.floats.data());
+        } else if constexpr (!kInPlace) {
           if (cursor.values.size() < stored) cursor.values.resize(stored);
           cursor.at = vals.read_n(static_cast<std::size_t>(from), stored, cursor.values.data());
         }
@@ -242,6 +279,8 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
       const auto *sv = [&] {
         if constexpr (kInPlace)
           return vals.data() + from;
+        else if constexpr (kWiden)
+          return static_cast<const float *>(cursor.floats.data());
         else
           return cursor.at;
       }();
