@@ -166,10 +166,11 @@ inline void widen(const bf16_t *in, std::size_t n, float *out)
 
 // Where the walk of one sweep left a block, kept across its runs: the last
 // slice (decoded into values, or into floats from fp16 and bf16, where it is
-// not stored in fp64 or fp32) and the last node. Where rows of other formats lie between a block's rows (the rows
-// of a node in two formats, say), the walk meets the block in many short runs:
-// decoding the slice again and searching the node for each made a
-// cache-resident inode sweep 0.3x AIJ's speed.
+// not stored in fp64 or fp32) and the last node. Where rows of other formats
+// lie between a block's rows (the rows of a node in two formats, say), the
+// walk meets the block in many short runs: decoding the slice again and
+// searching the node for each made a cache-resident inode sweep 0.3x AIJ's
+// speed.
 struct BlockCursor {
   bool prefetch = true; // SorRows::prefetch
   std::vector<double> values;
