@@ -143,6 +143,32 @@ TEST(Formats, Fp16DecodeAllPatterns)
   }
 }
 
+// widen_n (the SIMD path where the build has it) gives each pattern's fp32 value:
+// decode's, which the tests above check, NaNs as NaNs of the same sign.
+template <typename Storage> void check_widen_all_patterns()
+{
+  std::vector<Storage> in(65536);
+  for (std::uint32_t p = 0; p < 65536; ++p)
+    in[p] = Storage{static_cast<std::uint16_t>(p)};
+  std::vector<float> out(65536, -1.0f);
+  widen_n(in.data(), in.size(), out.data());
+  for (std::uint32_t p = 0; p < 65536; ++p) {
+    const double want = decode(in[p]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(out[p])) << std::hex << p;
+      ASSERT_EQ(std::signbit(out[p]), std::signbit(want)) << std::hex << p;
+    } else {
+      ASSERT_EQ(double_bits(static_cast<double>(out[p])), double_bits(want)) << std::hex << p;
+    }
+  }
+}
+
+TEST(Formats, WidenToFp32AllPatterns)
+{
+  check_widen_all_patterns<fp16_t>();
+  check_widen_all_patterns<bf16_t>();
+}
+
 TEST(Formats, Fp16RoundTripAllPatterns)
 {
   for (std::uint32_t p = 0; p < 65536; ++p) {

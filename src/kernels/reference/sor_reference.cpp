@@ -12,10 +12,6 @@
 #include "../row_dot.hpp"
 #include "../sor.hpp"
 
-#if defined(__F16C__) || defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 namespace petscmp {
 namespace reference {
 
@@ -140,30 +136,6 @@ inline void prefetch_slice(const RowBlock &block, std::int64_t q)
     prefetch_to_l2(cols + o);
 }
 
-// A slice's fp16 or bf16 values in fp32 (exact), n a multiple of 8.
-inline void widen(const fp16_t *in, std::size_t n, float *out)
-{
-#if defined(__F16C__)
-  for (std::size_t i = 0; i < n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i))));
-#else
-  for (std::size_t i = 0; i < n; ++i)
-    out[i] = static_cast<float>(decode(in[i]));
-#endif
-}
-inline void widen(const bf16_t *in, std::size_t n, float *out)
-{
-#if defined(__AVX2__)
-  for (std::size_t i = 0; i < n; i += 8) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i)));
-    _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
-  }
-#else
-  for (std::size_t i = 0; i < n; ++i)
-    out[i] = static_cast<float>(decode(in[i]));
-#endif
-}
-
 // Where the walk of one sweep left a block, kept across its runs: the last
 // slice (decoded into values, or into floats from fp16 and bf16, where it is
 // not stored in fp64 or fp32) and the last node. Where rows of other formats
@@ -280,7 +252,7 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
         const std::size_t stored = static_cast<std::size_t>(width * kSliceRows);
         if constexpr (kWiden) {
           float *floats = cursor.floats_for(stored);
-          widen(vals.data() + from, stored, floats);
+          widen_n(vals.data() + from, stored, floats);
           cursor.float_at = floats;
         } else if constexpr (!kInPlace) {
           if (cursor.values.size() < stored) cursor.values.resize(stored);
