@@ -145,6 +145,9 @@ PETSC_EXTERN const char *const PetscMPFormats[];
                          by length (fewer padding entries in their slices)
 .  narrow_rows         - rows of sliced blocks in narrow slices: not shifted, columns within 2^16 of the slice's
                          smallest one, stored as that column and a 16-bit offset per entry (half the index bytes)
+.  patched_rows        - rows of sliced blocks in patched slices: shifted but for fewer than 2 entries per column of
+                         the slice (a stencil's slice holding a grid line's first or last point), stored as a shifted
+                         slice's columns plus those few and read with masked plain loads, without gathers
 .  segments            - split storage: the segments each value is cut into (2 or 4; 0 for the other modes)
 .  read_level          - split storage: the segments products read, 1..segments (segments: the exact values)
 .  device_copies       - serial: copies made for products on vectors in device memory (SELL copies of 32-row slices of
@@ -177,6 +180,7 @@ typedef struct {
   PetscInt64 value_builds;
   PetscInt64 sorted_windows;
   PetscInt64 narrow_rows;
+  PetscInt64 patched_rows;
   PetscInt segments;
   PetscInt read_level;
   PetscInt64 device_copies;

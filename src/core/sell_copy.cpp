@@ -36,9 +36,12 @@ template <typename Index> struct SourceRow {
   const std::int32_t *cols32  = nullptr;
   const std::uint16_t *cols16 = nullptr;
   const Index *master         = nullptr;
+  const RowBlock *patched     = nullptr; // a row of a patched slice: block row k's columns (slice_column)
+  std::int64_t k              = 0;
   std::int64_t col_stride = 1, shift = 0;
   std::int64_t column(std::int64_t e) const
   {
+    if (patched) return patched->slice_column(k, e);
     if (cols32) return shift + cols32[e * col_stride];
     if (cols16) return shift + cols16[e * col_stride];
     return static_cast<std::int64_t>(master[e]);
@@ -76,6 +79,9 @@ template <typename Index> SourceRow<Index> source_row(const RowSource &s, const 
       r.cols16     = b.narrow_offsets(q) + lane;
       r.shift      = b.narrow_base(q);
       r.col_stride = kSliceRows;
+    } else if (b.patched_slice(q)) {
+      r.patched = &b;
+      r.k       = s.k;
     } else {
       r.cols32     = b.cols.data() + at + lane;
       r.col_stride = kSliceRows;
@@ -107,7 +113,10 @@ template <typename Fn> void dispatch_word(std::size_t word, Fn &&fn)
 template <typename Index, typename Out>
 void copy_columns(const SourceRow<Index> &r, std::int64_t base, Out *out, std::int64_t C)
 {
-  if (r.cols32)
+  if (r.patched)
+    for (std::int64_t e = 0; e < r.n; ++e)
+      out[e * C] = static_cast<Out>(r.column(e) - base);
+  else if (r.cols32)
     for (std::int64_t e = 0; e < r.n; ++e)
       out[e * C] = static_cast<Out>(r.shift + r.cols32[e * r.col_stride] - base);
   else if (r.cols16)

@@ -506,12 +506,12 @@ inline std::int64_t shifted_slice_count(const RowBlock &b)
   return count;
 }
 
-// Rows of block b in narrow slices.
-inline std::int64_t narrow_slice_rows(const RowBlock &b)
+// Rows of block b in slices of one kind (narrow_slice, patched_slice).
+inline std::int64_t slice_rows_of_kind(const RowBlock &b, bool (RowBlock::*kind)(std::int64_t) const)
 {
   std::int64_t rows = 0;
   for (std::int64_t q = 0; q < b.slice_count(); ++q)
-    if (b.narrow_slice(q)) rows += std::min<std::int64_t>(kSliceRows, b.row_count() - q * kSliceRows);
+    if ((b.*kind)(q)) rows += std::min<std::int64_t>(kSliceRows, b.row_count() - q * kSliceRows);
   return rows;
 }
 
@@ -566,6 +566,54 @@ template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const
     if (!shifted) return false;
   }
   return true;
+}
+
+// The patches slice q of block b needs as a patched slice (RowBlock), or -1
+// where it cannot be one: more than max_slice_patches, or an entry whose
+// shifted column would be negative (the first slice of a block, where a row
+// starts before its lane). Entry e's shifted column is the one most of the
+// rows with an entry e agree on (a row's column minus its lane; the largest
+// of equally shared ones). With bases and masks, writes each entry's shifted
+// column and the lanes whose column differs (of the rows with an entry e).
+template <typename Index>
+std::int64_t slice_patch_count(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q, std::int64_t width,
+                               std::int32_t *bases = nullptr, std::uint8_t *masks = nullptr)
+{
+  const std::int64_t k0 = q * kSliceRows, lanes = std::min<std::int64_t>(kSliceRows, b.row_count() - k0);
+  std::int64_t start[kSliceRows] = {}, length[kSliceRows] = {};
+  for (std::int64_t l = 0; l < lanes; ++l) {
+    start[l]  = csr.rowptr[b.row(k0 + l)];
+    length[l] = csr.rowptr[b.row(k0 + l) + 1] - start[l];
+  }
+  std::int64_t patches = 0;
+  for (std::int64_t e = 0; e < width; ++e) {
+    std::int64_t shifted[kSliceRows];
+    int live = 0;
+    for (std::int64_t l = 0; l < lanes; ++l)
+      if (e < length[l]) shifted[live++] = static_cast<std::int64_t>(csr.cols[start[l] + e]) - l;
+    std::int64_t base = shifted[0];
+    int best          = 0;
+    for (int i = 0; i < live; ++i) {
+      int agree = 0;
+      for (int j = 0; j < live; ++j)
+        agree += shifted[j] == shifted[i];
+      if (agree > best || (agree == best && shifted[i] > base)) {
+        best = agree;
+        base = shifted[i];
+      }
+    }
+    if (base < 0) return -1;
+    patches += live - best;
+    if (patches > max_slice_patches(width)) return -1;
+    if (bases) {
+      unsigned mask = 0;
+      for (std::int64_t l = 0; l < lanes; ++l)
+        if (e < length[l] && static_cast<std::int64_t>(csr.cols[start[l] + e]) != base + l) mask |= 1u << l;
+      bases[e] = static_cast<std::int32_t>(base);
+      masks[e] = static_cast<std::uint8_t>(mask);
+    }
+  }
+  return patches;
 }
 
 // Sorts the rows of block b by decreasing length within windows of `window`
@@ -662,7 +710,8 @@ bool narrow_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k
 
 // (shape: in, vectors of a copy being replaced, whose memory is reused: a
 // stencil's offsets are 2 bytes per row, fresh pages at each build otherwise)
-template <typename Index> void slice_shape_of(const CsrView<Index> &csr, const RowBlock &b, SliceShape &shape)
+template <typename Index>
+void slice_shape_of(const CsrView<Index> &csr, const RowBlock &b, bool patched_slices, SliceShape &shape)
 {
   const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
   shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
@@ -678,12 +727,14 @@ template <typename Index> void slice_shape_of(const CsrView<Index> &csr, const R
     else
       for (std::int64_t k = q * kSliceRows; k < k1; ++k)
         width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
-    const bool shifted       = is_shifted_slice(csr, b, q);
-    const bool narrow        = !shifted && width > 0 && narrow_columns(csr, b, q * kSliceRows, k1);
-    shape.offsets[q + 1]     = shape.offsets[q] + width * kSliceRows;
-    shape.col_offsets[q + 1] = shape.col_offsets[q] + (shifted  ? width
-                                                       : narrow ? RowBlock::narrow_slice_columns(width)
-                                                                : width * kSliceRows);
+    const bool shifted         = is_shifted_slice(csr, b, q);
+    const std::int64_t patches = !shifted && patched_slices && width > 0 ? slice_patch_count(csr, b, q, width) : -1;
+    const bool narrow          = !shifted && patches < 0 && width > 0 && narrow_columns(csr, b, q * kSliceRows, k1);
+    shape.offsets[q + 1]       = shape.offsets[q] + width * kSliceRows;
+    shape.col_offsets[q + 1]   = shape.col_offsets[q] + (shifted        ? width
+                                                         : patches >= 0 ? patched_slice_header(width) + patches
+                                                         : narrow       ? RowBlock::narrow_slice_columns(width)
+                                                                        : width * kSliceRows);
     shape.shifted += shifted;
     shape.narrow += narrow;
   }
@@ -1612,6 +1663,36 @@ inline bool any_row(std::int64_t)
   return true;
 }
 
+// The columns of patched slice q of block b (RowBlock, PatchedSlice), its row
+// lengths and its padding values (0).
+template <typename S, typename Index>
+void shape_patched_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q, S *vals, S zero)
+{
+  const std::int64_t width = b.slice_width(q), base = b.slice_offsets[q], k0 = q * kSliceRows;
+  std::int32_t *slice_cols = b.cols.data() + b.slice_col_offsets[q];
+  std::uint8_t *masks = reinterpret_cast<std::uint8_t *>(slice_cols + width), *before = masks + width;
+  // (the header's 2 bytes past `before` for an odd width too, which nothing reads)
+  std::fill(masks, reinterpret_cast<std::uint8_t *>(slice_cols + patched_slice_header(width)), std::uint8_t{0});
+  slice_patch_count(csr, b, q, width, slice_cols, masks);
+  std::int32_t *patches = slice_cols + patched_slice_header(width);
+  std::int64_t stored   = 0;
+  for (std::int64_t e = 0; e < width; ++e) {
+    before[e] = static_cast<std::uint8_t>(stored);
+    for (int l = 0; l < kSliceRows; ++l)
+      if (masks[e] >> l & 1u) {
+        const std::int64_t row = b.row(k0 + l);
+        patches[stored++]      = static_cast<std::int32_t>(csr.cols[csr.rowptr[row] + e]);
+      }
+  }
+  for (std::int64_t r = 0; r < kSliceRows; ++r) {
+    const std::int64_t k = k0 + r;
+    const std::int64_t n = k < b.row_count() ? csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)] : 0;
+    b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(n);
+    for (std::int64_t e = n; e < width; ++e)
+      vals[base + r + e * kSliceRows] = zero;
+  }
+}
+
 // Columns of a sliced block (one per entry of a shifted slice) and its
 // padding (value 0, column 0).
 template <typename S, typename Index> void shape_slices(const CsrView<Index> &csr, RowBlock &b)
@@ -1629,6 +1710,10 @@ template <typename S, typename Index> void shape_slices(const CsrView<Index> &cs
       for (std::int64_t e = 0; e < width; ++e)
         slice_cols[e] = static_cast<std::int32_t>(c0[e]);
       std::fill_n(b.row_lengths.data() + q * kSliceRows, kSliceRows, static_cast<std::int32_t>(width));
+      continue;
+    }
+    if (b.patched_slice(q)) {
+      shape_patched_slice(csr, b, q, vals, zero);
       continue;
     }
     const bool narrow      = b.narrow_slice(q);
@@ -1784,9 +1869,10 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
 // options allow them and padding is small), then the values, written once, and
 // the byte accounting.
 template <typename Index>
-bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int sort_window, int threads, int segments,
-                 CompactCsr &out, BufferPool &pool, std::vector<std::vector<NodeInfo>> &spare_nodes,
-                 std::vector<SliceShape> &spare_slices, const RowFormatCheck<Index> *check)
+bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int sort_window, bool patched_slices,
+                 int threads, int segments, CompactCsr &out, BufferPool &pool,
+                 std::vector<std::vector<NodeInfo>> &spare_nodes, std::vector<SliceShape> &spare_slices,
+                 const RowFormatCheck<Index> *check)
 {
   const bool narrow_columns = csr.ncols <= std::numeric_limits<std::int32_t>::max();
   if ((layout == Layout::sliced || own_indices) && !narrow_columns)
@@ -1803,7 +1889,7 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
         slices = std::move(spare_slices.back());
         spare_slices.pop_back();
       }
-      slice_shape_of(csr, b, slices);
+      slice_shape_of(csr, b, patched_slices, slices);
     };
     // Rows 1-7 of a shifted slice each start a node (each has other columns than the row before): with more
     // such rows than the automatic layout's node limit, it takes no nodes, and they are not looked for (on a
@@ -1842,7 +1928,8 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
     out.stats.stored += b.stored_count();
     if (b.sliced()) out.stats.sliced_rows += b.row_count();
     out.stats.shifted_rows += shifted_slice_count(b) * kSliceRows;
-    out.stats.narrow_rows += narrow_slice_rows(b);
+    out.stats.narrow_rows += slice_rows_of_kind(b, &RowBlock::narrow_slice);
+    out.stats.patched_rows += slice_rows_of_kind(b, &RowBlock::patched_slice);
     if (b.node_layout()) count_nodes(b, out.stats);
     // a node block's padding is never read as values
     // (split planes: the entries' 8 bytes, their planes' padding not counted, as before they were cut)
@@ -2051,6 +2138,7 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   out.min_run_rows     = opts.min_run_rows;
   out.own_indices      = opts.own_indices;
   out.sort_window      = opts.sort_window;
+  out.patched_slices   = opts.patched_slices;
   out.stats.nrows      = csr.nrows;
   out.stats.nnz        = csr.nrows ? csr.rowptr[csr.nrows] : 0;
   out.stats.index_size = sizeof(Index);
@@ -2068,8 +2156,8 @@ bool assemble_copy(const CsrView<Index> &csr, const RowFormats &row_formats, con
   else
     shape_grouped(csr, row_formats, out, recycled.grouped);
   const int segments = opts.split_later ? 0 : storage_mode_segments(opts.mode); // (planes written directly)
-  if (!fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.threads, segments, out, recycled.pool,
-                   recycled.spare_nodes, recycled.spare_slices, check))
+  if (!fill_blocks(csr, opts.layout, opts.own_indices, opts.sort_window, opts.patched_slices, opts.threads, segments,
+                   out, recycled.pool, recycled.spare_nodes, recycled.spare_slices, check))
     return false;
   if (!opts.split_later) split_blocks(out, opts.mode);
   return true;
@@ -2108,8 +2196,9 @@ bool layout_reusable(const CsrView<Index> &csr, const StorageOptions &opts, cons
     held += b.values.size() ? b.nnz : 0;
   return !copy.entry_split() && !copy.indices_released && copy.mode == opts.mode && copy.order == opts.order &&
          copy.layout_option == opts.layout && copy.min_run_rows == opts.min_run_rows &&
-         copy.own_indices == opts.own_indices && copy.sort_window == opts.sort_window && copy.nrows == csr.nrows &&
-         copy.ncols == csr.ncols && copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
+         copy.own_indices == opts.own_indices && copy.sort_window == opts.sort_window &&
+         copy.patched_slices == opts.patched_slices && copy.nrows == csr.nrows && copy.ncols == csr.ncols &&
+         copy.stats.nnz == (csr.nrows ? csr.rowptr[csr.nrows] : 0) && held == copy.stats.nnz;
 }
 
 // The values of every block, each row written after keeps(row, f) confirmed
@@ -2520,6 +2609,7 @@ void append_rows(CompactCsr &whole, CompactCsr &&piece, std::int64_t first_row, 
   w.sliced_rows += p.sliced_rows;
   w.shifted_rows += p.shifted_rows;
   w.narrow_rows += p.narrow_rows;
+  w.patched_rows += p.patched_rows;
   w.node_rows += p.node_rows;
   w.nodes += p.nodes;
   w.wide_nodes += p.wide_nodes;
@@ -2729,6 +2819,7 @@ void build_parts_by_rows(std::vector<CompactPart<Index>> &parts, std::int64_t st
     c.min_run_rows     = parts[i].opts.min_run_rows;
     c.own_indices      = true;
     c.sort_window      = parts[i].opts.sort_window;
+    c.patched_slices   = parts[i].opts.patched_slices;
     c.stats.nrows      = views[i].nrows;
     c.stats.nnz        = views[i].nrows ? views[i].rowptr[views[i].nrows] : 0;
     c.stats.index_size = sizeof(Index);

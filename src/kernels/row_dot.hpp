@@ -27,6 +27,14 @@ struct NarrowColumns {
   std::int64_t operator[](std::int64_t at) const { return std::int64_t{base} + offsets[at]; }
 };
 
+// The columns of one row of a patched slice, indexed as a gathered slice's
+// are: PatchedSlice's column of entry at / kSliceRows in the row's lane.
+struct PatchedColumns {
+  PatchedSlice slice;
+  int lane;
+  std::int64_t operator[](std::int64_t at) const { return slice.column(at / kSliceRows, lane); }
+};
+
 // Calls fn(columns, x) for node nd of a node block: the node's column list
 // (16-bit offsets, or 32-bit columns when wide) and the x they index (x shifted
 // by the node's base column for offsets).
@@ -62,7 +70,8 @@ inline double node_row_dot(double sum, reduced_range<Storage> node_vals, int r, 
 // Calls fn(cols, first value index, stride, length) for block row k of a
 // row-wise (CSR-order or sliced) block: entry e's value is at first + e *
 // stride and its column is cols[e * stride] (cols: a pointer, or
-// ShiftedColumns / NarrowColumns for a shifted / narrow slice). A sliced block never reads the master
+// ShiftedColumns / NarrowColumns / PatchedColumns for a shifted / narrow /
+// patched slice). A sliced block never reads the master
 // (rowptr and master_cols may be null).
 template <typename Index, typename Fn>
 inline void with_row_entries(const RowBlock &block, const Index *rowptr, const Index *master_cols, std::int64_t k,
@@ -76,6 +85,8 @@ inline void with_row_entries(const RowBlock &block, const Index *rowptr, const I
       fn(ShiftedColumns{slice_cols, static_cast<std::int32_t>(lane)}, first, std::int64_t{kSliceRows}, n);
     else if (block.narrow_slice(q))
       fn(NarrowColumns{block.narrow_offsets(q) + lane, block.narrow_base(q)}, first, std::int64_t{kSliceRows}, n);
+    else if (block.patched_slice(q))
+      fn(PatchedColumns{block.patched_columns(q), static_cast<int>(lane)}, first, std::int64_t{kSliceRows}, n);
     else
       fn(slice_cols + lane, first, std::int64_t{kSliceRows}, n);
     return;

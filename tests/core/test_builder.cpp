@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -82,8 +83,12 @@ struct Readback {
 // The invariants of a sliced block: slices of kSliceRows block rows, each as
 // wide as its longest row; entries carry the master's columns; padding is 0;
 // a slice is shifted (one column per entry) exactly when its 8 rows have one
-// length and the columns of row r are the first row's plus r.
-template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Index> &m)
+// length and the columns of row r are the first row's plus r; else patched
+// (where allowed) exactly when, for each entry, the column minus the lane
+// that most rows with that entry share (the largest of equally shared ones)
+// is not negative, and the columns
+// that differ from it (the patches) number at most min(2 width, 255).
+template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Index> &m, bool patched_allowed)
 {
   const std::int64_t nslices = (b.row_count() + kSliceRows - 1) / kSliceRows;
   ASSERT_EQ(b.slice_count(), nslices);
@@ -119,13 +124,35 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
         hi = std::max<std::int64_t>(hi, m.cols[at]);
       }
     }
-    const bool narrow = !shifted && width > 0 && hi - lo < 65536;
+    std::int64_t patches = 0;
+    bool patched         = !shifted && width > 0 && patched_allowed;
+    for (std::int64_t e = 0; patched && e < width; ++e) {
+      std::map<std::int64_t, int> lanes_of; // column minus lane -> rows with entry e that have it
+      int live = 0;
+      for (std::int64_t k = q * kSliceRows; k < std::min(b.row_count(), (q + 1) * kSliceRows); ++k) {
+        const Index row = static_cast<Index>(b.row(k));
+        if (e >= m.row_len(row)) continue;
+        ++live;
+        ++lanes_of[static_cast<std::int64_t>(m.cols[m.rowptr[row] + e]) - (k - q * kSliceRows)];
+      }
+      int most = 0;
+      for (const auto &[shift, count] : lanes_of) // ascending: the largest of equally shared shifts
+        if (count >= most) {
+          most    = count;
+          patched = shift >= 0;
+        }
+      patches += live - most;
+    }
+    patched           = patched && patches <= std::min<std::int64_t>(2 * width, 255);
+    const bool narrow = !shifted && !patched && width > 0 && hi - lo < 65536;
     EXPECT_EQ(b.shifted_slice(q), shifted) << "slice " << q;
+    EXPECT_EQ(b.patched_slice(q), patched) << "slice " << q;
     EXPECT_EQ(b.narrow_slice(q), narrow) << "slice " << q;
     EXPECT_EQ(b.slice_offsets[q + 1] - b.slice_offsets[q], width * kSliceRows) << "slice " << q;
-    EXPECT_EQ(b.slice_col_offsets[q + 1] - b.slice_col_offsets[q], shifted  ? width
-                                                                   : narrow ? 1 + width * kSliceRows / 2
-                                                                            : width * kSliceRows)
+    EXPECT_EQ(b.slice_col_offsets[q + 1] - b.slice_col_offsets[q], shifted   ? width
+                                                                   : patched ? width + (width + 1) / 2 + patches
+                                                                   : narrow  ? 1 + width * kSliceRows / 2
+                                                                             : width * kSliceRows)
         << "slice " << q;
     if (narrow) {
       EXPECT_EQ(b.narrow_base(q), lo) << "slice " << q;
@@ -139,6 +166,8 @@ template <typename Index> void check_slices(const RowBlock &b, const TestCsr<Ind
         } else {
           if (narrow)
             EXPECT_EQ(b.narrow_offsets(q)[e * kSliceRows + k % kSliceRows], 0);
+          else if (patched)
+            EXPECT_EQ(b.patched_columns(q).masks[e] >> (k % kSliceRows) & 1u, 0u) << "a padding entry is no patch";
           else
             EXPECT_EQ(b.cols[b.slice_col_offsets[q] + e * kSliceRows + k % kSliceRows], 0);
           EXPECT_EQ(decode_at(b, at), 0.0) << "padding must be zero";
@@ -195,7 +224,7 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
   std::int64_t next_run_row = 0;
   for (const RowBlock &b : A.blocks) {
     if (b.sliced())
-      check_slices(b, m);
+      check_slices(b, m, A.patched_slices);
     else if (b.node_layout())
       check_nodes(b, m);
     if (b.segments) { // planes of fp64's bytes, each padded
@@ -236,6 +265,10 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
       for (Index e = 0; e < m.row_len(row); ++e) {
         out.vals[m.rowptr[row] + e] = decode_at(b, b.value_index(k, e, m.rowptr[row]));
         seen[m.rowptr[row] + e]++;
+        if (b.sliced()) { // the slice's own columns, whatever its kind
+          EXPECT_EQ(b.slice_column(k, e), static_cast<std::int64_t>(m.cols[m.rowptr[row] + e]))
+              << "row " << row << " entry " << e;
+        }
       }
     }
   }
@@ -1106,8 +1139,9 @@ TYPED_TEST(BuilderTest, ShiftedSlices)
   for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16})
     for (Layout layout : {Layout::sliced, Layout::automatic}) {
       SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout));
-      const StorageOptions opts = with_mode(mode, layout);
-      CompactCsr A              = build_compact_csr(m.view(), opts);
+      StorageOptions opts = with_mode(mode, layout);
+      opts.patched_slices = false; // (PatchedSlices: the same matrix with them)
+      CompactCsr A        = build_compact_csr(m.view(), opts);
       ASSERT_EQ(A.blocks.size(), 1u);
       const RowBlock &b = A.blocks[0];
       ASSERT_TRUE(b.sliced());
@@ -1134,6 +1168,102 @@ TYPED_TEST(BuilderTest, ShiftedSlices)
       for (double &v : m.vals)
         v /= 2;
     }
+}
+
+// ShiftedSlices' matrix with patched slices: slice 1 (row 12's third column
+// is not the shifted one) stores that column as its one patch; slice 2 (row
+// 20's fourth entry, no other row's) and slice 3 (4 rows) need none.
+TYPED_TEST(BuilderTest, PatchedSlices)
+{
+  TestCsr<TypeParam> m;
+  m.ncols = 40;
+  for (int i = 0; i < 28; ++i) {
+    std::vector<int> offs = {0, 2, i == 12 ? 6 : 5};
+    if (i == 20) offs.push_back(9);
+    for (int o : offs) {
+      m.cols.push_back(static_cast<TypeParam>(i + o));
+      m.vals.push_back(1.0 + 0.125 * static_cast<double>(m.vals.size() % 50));
+    }
+    m.rowptr.push_back(static_cast<TypeParam>(m.vals.size()));
+    ++m.nrows;
+  }
+  for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16})
+    for (Layout layout : {Layout::sliced, Layout::automatic}) {
+      SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout));
+      const StorageOptions opts = with_mode(mode, layout);
+      CompactCsr A              = build_compact_csr(m.view(), opts);
+      ASSERT_EQ(A.blocks.size(), 1u);
+      const RowBlock &b = A.blocks[0];
+      ASSERT_TRUE(b.sliced());
+      EXPECT_TRUE(b.shifted_slice(0));
+      for (std::int64_t q = 1; q < 4; ++q) {
+        EXPECT_TRUE(b.patched_slice(q)) << q;
+        EXPECT_FALSE(b.shifted_slice(q) || b.narrow_slice(q)) << q;
+      }
+      EXPECT_FALSE(b.patched_slice(0));
+      EXPECT_EQ(A.stats.shifted_rows, 8);
+      EXPECT_EQ(A.stats.patched_rows, 8 + 8 + 4);
+      EXPECT_EQ(A.stats.narrow_rows, 0);
+      // columns: 3 for slice 0; then per slice its width's bases and ceil(width / 2) elements of masks and
+      // counts, and its patches: (3 + 2 + 1) + (4 + 2 + 0) + (3 + 2 + 0)
+      EXPECT_EQ(static_cast<std::int64_t>(b.cols.size()), 3 + 6 + 6 + 5);
+      EXPECT_EQ(A.stats.index_bytes, 20 * 4 + 3 * 8 * 4 + 5 * 16);
+      const PatchedSlice s1 = b.patched_columns(1);
+      EXPECT_EQ(s1.bases[0], 8);
+      EXPECT_EQ(s1.bases[2], 13);
+      EXPECT_EQ(s1.masks[0] | s1.masks[1], 0);
+      EXPECT_EQ(s1.masks[2], 1u << 4); // row 12
+      EXPECT_EQ(s1.before[2], 0);
+      EXPECT_EQ(s1.patches[0], 18);
+      EXPECT_EQ(b.slice_column(12, 2), 18);
+      EXPECT_EQ(b.slice_column(13, 2), 18);
+      EXPECT_EQ(b.patched_columns(2).bases[3], 25); // row 20 (lane 4): column 29, no patch
+      EXPECT_EQ(b.patched_columns(2).masks[3], 0);
+      const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+      check_compact(A, m, formats);
+      for (double &v : m.vals) // a value-only refill keeps the patched slices
+        v *= 2;
+      ASSERT_TRUE(refill_compact_values(m.view(), formats, opts, A));
+      EXPECT_TRUE(A.blocks[0].patched_slice(1));
+      check_compact(A, m, formats);
+      for (double &v : m.vals)
+        v /= 2;
+    }
+}
+
+// A slice is patched only where each entry's shifted column is not negative
+// and its patches are few: a tridiagonal matrix's first slice (row r's first
+// column is r - 1: shifted column -1) stays narrow; its second is patched with
+// no patch (row 15 ends a column early). Slices whose rows have unrelated
+// columns need more than 2 patches per entry and stay narrow too.
+TYPED_TEST(BuilderTest, PatchedSliceLimits)
+{
+  TestCsr<TypeParam> m;
+  m.ncols = 64;
+  for (int i = 0; i < 24; ++i) {
+    std::vector<int> cols;
+    if (i < 16) {
+      for (int c = std::max(i - 1, 0); c <= std::min(i + 1, 15); ++c)
+        cols.push_back(c);
+    } else
+      cols = {(i * 7) % 13, 20 + (i * 5) % 11, 40 + (i * 3) % 17};
+    for (int c : cols) {
+      m.cols.push_back(static_cast<TypeParam>(c));
+      m.vals.push_back(0.5 + static_cast<double>(m.vals.size()));
+    }
+    m.rowptr.push_back(static_cast<TypeParam>(m.vals.size()));
+    ++m.nrows;
+  }
+  const StorageOptions opts = with_mode(StorageMode::lossless, Layout::sliced);
+  const CompactCsr A        = build_compact_csr(m.view(), opts);
+  ASSERT_EQ(A.blocks.size(), 1u);
+  const RowBlock &b = A.blocks[0];
+  ASSERT_EQ(b.slice_count(), 3);
+  EXPECT_TRUE(b.narrow_slice(0));
+  EXPECT_TRUE(b.patched_slice(1));
+  EXPECT_EQ(b.slice_col_offsets[2] - b.slice_col_offsets[1], 3 + 2); // no patch
+  EXPECT_TRUE(b.narrow_slice(2));
+  check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
 }
 
 TYPED_TEST(BuilderTest, SlicedLayoutAutomaticPaddingLimit)

@@ -333,7 +333,8 @@ TEST(CompactValuesRelease, GivesBackTheValuesOfRowsRead)
 // copy says so and is neither compared, nor read, nor refilled afterwards.
 TEST(CompactValuesRelease, WithIndicesRetiresTheCopy)
 {
-  Mat a = stencil_matrix<std::int32_t>(100, 7, Shape::runs, 5u, 1 << 30);
+  // (110^3: its first quarter's indices take more than 1 MiB, several pages, in patched slices too)
+  Mat a = stencil_matrix<std::int32_t>(110, 7, Shape::runs, 5u, 1 << 30);
   for (double &v : a.vals) // a pattern without values, as a DM preallocates it
     v = 0.0;
   StorageOptions opts;

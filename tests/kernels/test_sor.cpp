@@ -212,7 +212,9 @@ bool same(double a, double b)
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-enum class Kind { stencil, nodes, wide }; // a 7-point stencil with mixed row classes, node_chain, wide_chain
+// a 7-point stencil with mixed row classes, node_chain, wide_chain, a 7-point stencil in runs of one class (its
+// slices with face rows are patched)
+enum class Kind { stencil, nodes, wide, stencil_runs };
 struct Case {
   StorageMode mode;
   Layout layout;
@@ -222,7 +224,10 @@ struct Case {
 
 std::string case_name(const Case &c)
 {
-  const char *kind = c.kind == Kind::nodes ? "_nodes" : c.kind == Kind::wide ? "_wide" : "_stencil";
+  const char *kind = c.kind == Kind::nodes          ? "_nodes"
+                     : c.kind == Kind::wide         ? "_wide"
+                     : c.kind == Kind::stencil_runs ? "_stencil_runs"
+                                                    : "_stencil";
   return std::string(storage_mode_name(c.mode)) + "_" + layout_name(c.layout) + kind +
          (c.own_indices ? "_own" : "_master");
 }
@@ -230,6 +235,7 @@ Matrix<std::int32_t> case_matrix(Kind kind)
 {
   if (kind == Kind::nodes) return node_chain(700, 3u);
   if (kind == Kind::wide) return wide_chain(66000, 4u);
+  if (kind == Kind::stencil_runs) return stencil_matrix<std::int32_t>(13, 7, Shape::runs, 6u, 1 << 20);
   return stencil_matrix<std::int32_t>(13, 7, Shape::fragmented, 5u, 0);
 }
 void PrintTo(const Case &c, std::ostream *os)
@@ -316,7 +322,7 @@ std::vector<Case> cases()
   std::vector<Case> out;
   for (StorageMode m : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
                         StorageMode::split2, StorageMode::split4})
-    for (Kind kind : {Kind::stencil, Kind::nodes, Kind::wide}) {
+    for (Kind kind : {Kind::stencil, Kind::nodes, Kind::wide, Kind::stencil_runs}) {
       out.push_back({m, Layout::automatic, kind, true});
       out.push_back({m, Layout::sliced, kind, true});
       out.push_back({m, Layout::csr, kind, false});
@@ -327,6 +333,28 @@ std::vector<Case> cases()
 
 INSTANTIATE_TEST_SUITE_P(Modes, Sor, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case> &i) { return case_name(i.param); });
+
+// The cases above sweep patched slices expanded both ways (SorRows::ExpandedSlices): the stencil's as 16-bit
+// offsets, the wide chain's (a row's far column: more than 2^16 apart) as 32-bit columns.
+TEST(SorPatchedSlices, ExpandedAsOffsetsAndAsColumns)
+{
+  for (Kind kind : {Kind::stencil_runs, Kind::wide}) {
+    const Case c        = {StorageMode::lossless, Layout::sliced, kind, true};
+    const StoredCase sc = stored_case(c, case_matrix(kind));
+    ASSERT_TRUE(sc.sweepable);
+    ASSERT_GT(sc.copy.stats.patched_rows, 0) << case_name(c);
+    ASSERT_EQ(sc.rows.expanded.size(), sc.copy.blocks.size());
+    std::size_t offsets = 0, columns = 0;
+    for (const SorRows::ExpandedSlices &x : sc.rows.expanded) {
+      offsets += x.offsets.size();
+      columns += x.columns.size();
+    }
+    if (kind == Kind::wide)
+      EXPECT_GT(columns, 0u) << case_name(c);
+    else
+      EXPECT_GT(offsets, 0u) << case_name(c);
+  }
+}
 
 // Inodes of 1-5 rows, mixed: node k's rows share one pattern (dense blocks coupling it to nodes k-1, k and k+1),
 // so AIJ's inode criterion finds exactly these nodes.

@@ -289,6 +289,14 @@ template <typename Index> void run_mode(StorageMode mode)
     const Matrix<Index> s7  = stencil_matrix<Index>(Index(36), 7, shape, 43, 2048);
     const Matrix<Index> s27 = stencil_matrix<Index>(Index(24), 27, shape, 44, 2048);
     const Matrix<Index> bd  = stencil_matrix<Index>(Index(40000), 0, shape, 45, 2048, Index(9));
+    if (shape == Shape::runs) // slices with face rows are patched (shifted but for a few entries), read without gathers
+      for (const Matrix<Index> *m : {&s7, &s27}) {
+        const CompactCsr S = build_compact_csr(
+            m->view(), StorageOptions{mode, 1e-3, 0.1, 0.99, 1.0, -1.0, SumOrder::sequential, Layout::sliced});
+        if (!S.entry_split()) {
+          ASSERT_GT(S.stats.patched_rows, 0) << "the test matrix has no patched slice";
+        }
+      }
     for (SumOrder order : {SumOrder::sequential, SumOrder::paired})
       for (const Matrix<Index> *m : {&s7, &s27, &bd})
         compare_backends(*m, mode, order, shape, Layout::sliced);

@@ -175,7 +175,8 @@ inline void with_gathered_columns(const RowBlock &block, std::int64_t q, const d
 // padding term is added; a narrow slice's 16-bit offsets are widened and
 // gather from x + its base column); a shifted slice (all rows of one length,
 // columns shifted by the lane) reads x with one plain load and adds in every
-// lane.
+// lane; a patched slice reads the x of its rows as a gathered slice's with one
+// masked plain load and one masked broadcast per patch.
 template <SumOrder Order, typename S>
 void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
@@ -211,10 +212,10 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
       auto has_entry        = [&](std::int64_t e) {
         return _mm256_cmpgt_epi32_mask(lengths, _mm256_set1_epi32(static_cast<int>(e)));
       };
-      // columns_of(e): entry e's 8 column indices into xs
-      auto gathered = [&](const double *xs, auto columns_of) {
+      // x_of(e, m): the x entries of entry e of the rows in m (the others 0)
+      auto add_products = [&](auto x_of) {
         auto product = [&](std::int64_t e, __mmask8 m) {
-          return _mm512_mul_pd(value8(base + e * kSliceRows), _mm512_mask_i32gather_pd(zero, m, columns_of(e), xs, 8));
+          return _mm512_mul_pd(value8(base + e * kSliceRows), x_of(e, m));
         };
         if constexpr (Order == SumOrder::paired) { // sum += a_j x_j + a_j+1 x_j+1, then the odd one
           for (; j + 1 < width; j += 2) {
@@ -229,7 +230,21 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
           sum              = _mm512_mask_add_pd(sum, m, sum, product(j, m));
         }
       };
-      with_gathered_columns(block, q, x, gathered);
+      if (block.patched_slice(q)) { // one masked plain load, then the patched rows' x one by one
+        const PatchedSlice patched = block.patched_columns(q);
+        add_products([&](std::int64_t e, __mmask8 m) {
+          const unsigned patches = patched.masks[e];
+          __m512d xe             = _mm512_maskz_loadu_pd(static_cast<__mmask8>(m & ~patches), x + patched.bases[e]);
+          for (unsigned bits = patches, i = patched.before[e]; bits; bits &= bits - 1)
+            xe = _mm512_mask_broadcastsd_pd(xe, static_cast<__mmask8>(bits & -bits),
+                                            _mm_load_sd(x + patched.patches[i++]));
+          return xe;
+        });
+      } else // columns_of(e): entry e's 8 column indices into xs
+        with_gathered_columns(block, q, x, [&](const double *xs, auto columns_of) {
+          add_products(
+              [&](std::int64_t e, __mmask8 m) { return _mm512_mask_i32gather_pd(zero, m, columns_of(e), xs, 8); });
+        });
     }
     if (grouped)
       _mm512_mask_i32scatter_pd(y, live, rows, sum, 8);
@@ -244,7 +259,8 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
 // slices_avx512, the 8 rows of a slice in two registers of 4. A gathered
 // slice's adds are blended into the rows that have an entry j (the masked
 // gather reads x only for them), so every row's sum takes exactly the
-// reference's steps; a shifted slice reads x with two plain loads.
+// reference's steps; a shifted slice reads x with two plain loads, a patched
+// one with two masked plain loads and one blend per patch.
 template <SumOrder Order, typename S>
 void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
@@ -301,14 +317,14 @@ void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const 
         m[0]             = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(in)));
         m[1]             = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(in, 1)));
       };
-      // columns_of(e): entry e's 8 column indices into xs
-      auto gathered = [&](const double *xs, auto columns_of) {
+      // x_of(e, m, xe): the x entries of entry e of the rows in m (the others 0), rows 4h..4h+3 in xe[h]
+      auto add_products = [&](auto x_of) {
         auto products = [&](std::int64_t e, const __m256d m[2], __m256d p[2]) {
-          __m256d v[2];
+          __m256d v[2], xe[2];
           decode8(vals + base + e * kSliceRows, v);
-          const __m256i c = columns_of(e);
-          p[0]            = _mm256_mul_pd(v[0], _mm256_mask_i32gather_pd(zero, xs, _mm256_castsi256_si128(c), m[0], 8));
-          p[1] = _mm256_mul_pd(v[1], _mm256_mask_i32gather_pd(zero, xs, _mm256_extracti128_si256(c, 1), m[1], 8));
+          x_of(e, m, xe);
+          p[0] = _mm256_mul_pd(v[0], xe[0]);
+          p[1] = _mm256_mul_pd(v[1], xe[1]);
         };
         if constexpr (Order == SumOrder::paired) // sum += a_j x_j + a_j+1 x_j+1, then the odd one
           for (; j + 1 < width; j += 2) {
@@ -330,7 +346,33 @@ void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const 
             sum[h] = _mm256_blendv_pd(sum[h], _mm256_add_pd(sum[h], p[h]), m[h]);
         }
       };
-      with_gathered_columns(block, q, x, gathered);
+      if (block.patched_slice(q)) { // two masked plain loads, then the patched rows' x one by one
+        const PatchedSlice patched = block.patched_columns(q);
+        const __m256i lane_bits    = _mm256_setr_epi64x(1, 2, 4, 8);
+        add_products([&](std::int64_t e, const __m256d m[2], __m256d xe[2]) {
+          const unsigned patches = patched.masks[e];
+          const double *xs       = x + patched.bases[e];
+          for (int h = 0; h < 2; ++h) {
+            const __m256i bits   = _mm256_set1_epi64x(static_cast<long long>((patches >> (4 * h)) & 0xfu));
+            const __m256i patch  = _mm256_cmpeq_epi64(_mm256_and_si256(bits, lane_bits), lane_bits);
+            const __m256i loaded = _mm256_andnot_si256(patch, _mm256_castpd_si256(m[h]));
+            xe[h]                = _mm256_maskload_pd(xs + 4 * h, loaded);
+          }
+          for (unsigned bits = patches, i = patched.before[e]; bits; bits &= bits - 1) {
+            const unsigned l = static_cast<unsigned>(__builtin_ctz(bits));
+            const __m256d in = _mm256_castsi256_pd(
+                _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(1ll << (l % 4)), lane_bits), lane_bits));
+            xe[l / 4] = _mm256_blendv_pd(xe[l / 4], _mm256_broadcast_sd(x + patched.patches[i++]), in);
+          }
+        });
+      } else // columns_of(e): entry e's 8 column indices into xs
+        with_gathered_columns(block, q, x, [&](const double *xs, auto columns_of) {
+          add_products([&](std::int64_t e, const __m256d m[2], __m256d xe[2]) {
+            const __m256i c = columns_of(e);
+            xe[0]           = _mm256_mask_i32gather_pd(zero, xs, _mm256_castsi256_si128(c), m[0], 8);
+            xe[1]           = _mm256_mask_i32gather_pd(zero, xs, _mm256_extracti128_si256(c, 1), m[1], 8);
+          });
+        });
     }
     if (contiguous) {
       _mm256_storeu_pd(y + block.row_begin + k0, sum[0]);

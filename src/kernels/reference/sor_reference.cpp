@@ -120,7 +120,7 @@ inline void prefetch_node(const RowBlock &block, std::int64_t n)
     prefetch_to_l2(values + o);
   prefetch_to_l2(block.node_cols.as<char>() + nd.indices);
 }
-inline void prefetch_slice(const RowBlock &block, std::int64_t q)
+inline void prefetch_slice(const RowBlock &block, const SorRows::ExpandedSlices &expanded, std::int64_t q)
 {
   if (q < 0 || q >= block.slice_count() || block.segments > 1) return;
   const std::size_t word = format_bytes(block.format), at = static_cast<std::size_t>(block.slice_offsets[q]);
@@ -128,12 +128,62 @@ inline void prefetch_slice(const RowBlock &block, std::int64_t q)
   const char *values      = block.values.as<char>() + at * word;
   for (std::size_t o = 0; o < bytes; o += 64)
     prefetch_to_l2(values + o);
-  const std::size_t col_at = static_cast<std::size_t>(block.slice_col_offsets[q]);
-  const std::size_t col_bytes =
-      (static_cast<std::size_t>(block.slice_col_offsets[q + 1]) - col_at) * sizeof(std::int32_t);
-  const char *cols = reinterpret_cast<const char *>(block.cols.data() + col_at);
+  const char *cols      = nullptr; // the columns the walk reads: a patched slice's expanded ones
+  std::size_t col_bytes = 0;
+  if (block.patched_slice(q)) {
+    const std::size_t from = static_cast<std::size_t>(expanded.at[static_cast<std::size_t>(q)]);
+    const std::size_t n    = static_cast<std::size_t>(block.slice_width(q) * kSliceRows);
+    const bool narrow      = expanded.base[static_cast<std::size_t>(q)] >= 0;
+    cols                   = narrow ? reinterpret_cast<const char *>(expanded.offsets.data() + from)
+                                    : reinterpret_cast<const char *>(expanded.columns.data() + from);
+    col_bytes              = n * (narrow ? sizeof(std::uint16_t) : sizeof(std::int32_t));
+  } else {
+    const std::size_t col_at = static_cast<std::size_t>(block.slice_col_offsets[q]);
+    cols                     = reinterpret_cast<const char *>(block.cols.data() + col_at);
+    col_bytes = (static_cast<std::size_t>(block.slice_col_offsets[q + 1]) - col_at) * sizeof(std::int32_t);
+  }
   for (std::size_t o = 0; o < col_bytes; o += 64)
     prefetch_to_l2(cols + o);
+}
+
+// The columns of block's patched slices expanded as a narrow or a gathered slice's
+// (SorRows::ExpandedSlices).
+inline void expand_patched_slices(const RowBlock &block, SorRows::ExpandedSlices &out)
+{
+  for (std::int64_t q = 0; q < block.slice_count(); ++q) {
+    if (!block.patched_slice(q)) continue;
+    if (out.at.empty()) {
+      out.at.assign(static_cast<std::size_t>(block.slice_count()), -1);
+      out.base.assign(static_cast<std::size_t>(block.slice_count()), -1);
+    }
+    const std::int64_t width = block.slice_width(q), k0 = q * kSliceRows;
+    const std::int64_t lanes   = std::min<std::int64_t>(kSliceRows, block.row_count() - k0);
+    const PatchedSlice patched = block.patched_columns(q);
+    auto length                = [&](std::int64_t l) { return block.row_lengths[static_cast<std::size_t>(k0 + l)]; };
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1; // the columns of the slice's entries
+    for (std::int64_t l = 0; l < lanes; ++l)
+      for (std::int64_t e = 0; e < length(l); ++e) {
+        lo = std::min(lo, patched.column(e, static_cast<int>(l)));
+        hi = std::max(hi, patched.column(e, static_cast<int>(l)));
+      }
+    const bool narrow                     = hi - lo <= std::numeric_limits<std::uint16_t>::max();
+    const std::int64_t at                 = static_cast<std::int64_t>(narrow ? out.offsets.size() : out.columns.size());
+    out.at[static_cast<std::size_t>(q)]   = at;
+    out.base[static_cast<std::size_t>(q)] = narrow ? static_cast<std::int32_t>(lo) : -1;
+    if (narrow)
+      out.offsets.resize(static_cast<std::size_t>(at + width * kSliceRows), 0);
+    else
+      out.columns.resize(static_cast<std::size_t>(at + width * kSliceRows), 0);
+    for (std::int64_t l = 0; l < lanes; ++l) // (padding entries: 0, never read)
+      for (std::int64_t e = 0; e < length(l); ++e) {
+        const std::int64_t column = patched.column(e, static_cast<int>(l));
+        const std::size_t i       = static_cast<std::size_t>(at + e * kSliceRows + l);
+        if (narrow)
+          out.offsets[i] = static_cast<std::uint16_t>(column - lo);
+        else
+          out.columns[i] = static_cast<std::int32_t>(column);
+      }
+  }
 }
 
 // Where the walk of one sweep left a block, kept across its runs: the last
@@ -144,7 +194,8 @@ inline void prefetch_slice(const RowBlock &block, std::int64_t q)
 // searching the node for each made a cache-resident inode sweep 0.3x AIJ's
 // speed.
 struct BlockCursor {
-  bool prefetch = true; // SorRows::prefetch
+  bool prefetch                           = true;    // SorRows::prefetch
+  const SorRows::ExpandedSlices *expanded = nullptr; // the block's, from SorRows
   std::vector<double> values;
   std::vector<float> floats; // the last slice's 16-bit values in fp32, from float_at
   const float *float_at = nullptr;
@@ -248,7 +299,8 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
       // from fp16 and bf16, to fp64 from the others; a row then reads them, not one scalar decode per entry (fp16
       // 27-point: 0.94x AIJ's speed with those)
       if (cursor.q != q) {
-        if (cursor.prefetch) prefetch_slice(block, Descending ? q - kPrefetchSlices : q + kPrefetchSlices);
+        if (cursor.prefetch)
+          prefetch_slice(block, *cursor.expanded, Descending ? q - kPrefetchSlices : q + kPrefetchSlices);
         const std::size_t stored = static_cast<std::size_t>(width * kSliceRows);
         if constexpr (kWiden) {
           float *floats = cursor.floats_for(stored);
@@ -289,10 +341,22 @@ void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, cons
         rows_of_slice([&](std::int64_t lane, std::int64_t n) {
           return SliceRow<Value, std::uint16_t, kSliceRows>{sv + lane, offsets + lane, base, n};
         });
-      } else
+      } else if (block.patched_slice(q) && cursor.expanded->base[static_cast<std::size_t>(q)] >= 0) {
+        // a patched slice's columns as sor_rows expanded them (SorRows::expanded): 16-bit offsets, or 32-bit columns
+        const std::uint16_t *offsets =
+            cursor.expanded->offsets.data() + cursor.expanded->at[static_cast<std::size_t>(q)];
+        const std::int32_t base = cursor.expanded->base[static_cast<std::size_t>(q)];
         rows_of_slice([&](std::int64_t lane, std::int64_t n) {
-          return SliceRow<Value, std::int32_t, kSliceRows>{sv + lane, slice_cols + lane, 0, n};
+          return SliceRow<Value, std::uint16_t, kSliceRows>{sv + lane, offsets + lane, base, n};
         });
+      } else {
+        const std::int32_t *columns =
+            block.patched_slice(q) ? cursor.expanded->columns.data() + cursor.expanded->at[static_cast<std::size_t>(q)]
+                                   : slice_cols;
+        rows_of_slice([&](std::int64_t lane, std::int64_t n) {
+          return SliceRow<Value, std::int32_t, kSliceRows>{sv + lane, columns + lane, 0, n};
+        });
+      }
     }
     return;
   }
@@ -311,8 +375,10 @@ void for_each_row(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows,
 {
   const std::size_t nruns = rows.runs.size();
   std::vector<BlockCursor> cursors(A.blocks.size());
-  for (BlockCursor &c : cursors)
-    c.prefetch = rows.prefetch;
+  for (std::size_t b = 0; b < cursors.size(); ++b) {
+    cursors[b].prefetch = rows.prefetch;
+    cursors[b].expanded = &rows.expanded[b];
+  }
   for (std::size_t r0 = 0; r0 < nruns; ++r0) {
     const SorRows::Run &run = rows.runs[Descending ? nruns - 1 - r0 : r0];
     const RowBlock &block   = A.blocks[static_cast<std::size_t>(run.block)];
@@ -726,6 +792,9 @@ template <typename Index> bool sor_rows(const CompactCsr &A, CsrPattern<Index> p
 {
   rows = SorRows{};
   if (A.entry_split() || !A.rows_in_order() || A.nrows != A.ncols) return false;
+  rows.expanded.resize(A.blocks.size());
+  for (std::size_t b = 0; b < A.blocks.size(); ++b)
+    expand_patched_slices(A.blocks[b], rows.expanded[b]);
   // each block's stretches of consecutive rows (a run-layout block is one), in row order
   for (std::size_t b = 0; b < A.blocks.size(); ++b) {
     const RowBlock &block = A.blocks[b];

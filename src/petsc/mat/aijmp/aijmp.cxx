@@ -234,6 +234,7 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info, Pets
   info.sliced_rows += c.stats.sliced_rows;
   info.shifted_rows += c.stats.shifted_rows;
   info.narrow_rows += c.stats.narrow_rows;
+  info.patched_rows += c.stats.patched_rows;
   info.node_rows += c.stats.node_rows;
   info.nodes += c.stats.nodes;
   info.wide_nodes += c.stats.wide_nodes;
@@ -387,9 +388,10 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
       viewer,
       "  layout %s: %" PetscInt64_FMT " of %" PetscInt64_FMT " nonempty rows sliced (SELL-8, %" PetscInt64_FMT
       " in shifted slices: one column per 8 values, no gathers; %" PetscInt64_FMT
+      " in patched slices: shifted but for a few entries, no gathers; %" PetscInt64_FMT
       " in slices with 16-bit column offsets); %" PetscInt64_FMT " values stored, %.1f%% of them padding\n",
       layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, PetscMin(info.shifted_rows, rows),
-      PetscMin(info.narrow_rows, rows), info.stored,
+      PetscMin(info.patched_rows, rows), PetscMin(info.narrow_rows, rows), info.stored,
       info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
   if (format_group > 1 && s.opts.mode != StorageMode::rowsplit && s.opts.mode != StorageMode::entrysplit)
     PetscCall(

@@ -212,6 +212,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   info->sliced_rows  = part.sliced_rows;
   info->shifted_rows = part.shifted_rows;
   info->narrow_rows  = part.narrow_rows;
+  info->patched_rows = part.patched_rows;
   info->builds       = part.builds; // of the diagonal block; the most of any rank below
   info->value_builds = part.value_builds;
   info->node_rows    = part.node_rows;
@@ -228,11 +229,12 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
-  PetscInt64 counts[9] = {info->stored,          info->sliced_rows,     info->kernel_parts[0],
-                          info->kernel_parts[1], info->kernel_parts[2], info->kernel_by_bytes,
-                          info->shifted_rows,    info->kernel_deferred, info->narrow_rows};
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 9, MPIU_INT64, MPI_SUM, comm));
-  info->narrow_rows = counts[8];
+  PetscInt64 counts[10] = {info->stored,          info->sliced_rows,     info->kernel_parts[0], info->kernel_parts[1],
+                           info->kernel_parts[2], info->kernel_by_bytes, info->shifted_rows,    info->kernel_deferred,
+                           info->narrow_rows,     info->patched_rows};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 10, MPIU_INT64, MPI_SUM, comm));
+  info->narrow_rows  = counts[8];
+  info->patched_rows = counts[9];
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->kernel_trial_in, 1, MPIU_INT64, MPI_MAX, comm));
   info->kernel_deferred = counts[7];
   info->kernel_by_bytes = counts[5];

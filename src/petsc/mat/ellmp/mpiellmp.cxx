@@ -1001,19 +1001,19 @@ PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
                                        inodes, limit));
     else
       PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node (on process 0) routines\n"));
-    PetscInt64 counts[2 * kFormatCount + 10];
+    PetscInt64 counts[2 * kFormatCount + 11];
     int k = 0;
     for (int f = 0; f < kFormatCount; ++f) {
       counts[k++] = info.rows[f];
       counts[k++] = info.nnz[f];
     }
-    for (PetscInt64 v : {info.stored, info.sliced_rows, info.shifted_rows, info.narrow_rows, info.node_rows, info.nodes,
-                         info.wide_nodes, info.sorted_windows})
+    for (PetscInt64 v : {info.stored, info.sliced_rows, info.shifted_rows, info.narrow_rows, info.patched_rows,
+                         info.node_rows, info.nodes, info.wide_nodes, info.sorted_windows})
       counts[k++] = v;
     counts[k++] = info.builds;
     counts[k++] = info.value_builds;
-    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2 * kFormatCount + 8, MPIU_INT64, MPI_SUM, comm_of(A)));
-    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts + 2 * kFormatCount + 8, 2, MPIU_INT64, MPI_MAX, comm_of(A)));
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 2 * kFormatCount + 9, MPIU_INT64, MPI_SUM, comm_of(A)));
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts + 2 * kFormatCount + 9, 2, MPIU_INT64, MPI_MAX, comm_of(A)));
     k = 0;
     for (int f = 0; f < kFormatCount; ++f) {
       info.rows[f] = counts[k++];
@@ -1023,6 +1023,7 @@ PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
     info.sliced_rows    = counts[k++];
     info.shifted_rows   = counts[k++];
     info.narrow_rows    = counts[k++];
+    info.patched_rows   = counts[k++];
     info.node_rows      = counts[k++];
     info.nodes          = counts[k++];
     info.wide_nodes     = counts[k++];

@@ -30,7 +30,13 @@
 // CPUs, AMD Zen among them). Any other slice is *narrow* when its columns lie
 // within 2^16 of its smallest one (rows of a mesh numbered with locality): it
 // stores that base column and a 16-bit offset per entry, half the index bytes
-// of a 32-bit column per entry (which the others keep).
+// of a 32-bit column per entry (which the others keep). A slice is *patched*
+// when it is shifted but for a few entries of a few rows (a stencil's slice
+// that holds a grid line's first or last point, whose row lacks a neighbour):
+// each entry keeps the column of a shifted slice and a mask of the rows whose
+// column differs, and those few columns are stored apart. A kernel reads the
+// x entries of the other rows with one masked plain load and fetches the few
+// others one by one, where a gather costs as much as 8 loads.
 // Or the rows may be stored in nodes (the register-blocked BCSR idea, as in
 // PETSc's inodes): consecutive rows with the same column pattern share one
 // list of column indices, 16-bit offsets from a base column where they fit,
@@ -137,6 +143,8 @@ struct StorageOptions {
   // are unchanged bit for bit (each row is summed alone); a transposed
   // product adds the rows in the sorted order.
   int sort_window = 1;
+  // Whether slices may be patched (RowBlock); false keeps such slices narrow or gathered (the tests of those kinds).
+  bool patched_slices = true;
   // Split storage: leave the blocks in fp64, the caller cuts them into segments (split_blocks) once it has joined
   // them (a copy built a range of rows at a time).
   bool split_later = false;
@@ -228,6 +236,44 @@ struct NodeInfo {
   std::uint8_t wide     = 0;
 };
 
+// Most patches a patched slice of width w stores: fewer than 2 per entry, so
+// that a kernel fetches at most 2 x entries one by one per entry on average;
+// and at most 255, counted in bytes. Its columns then take fewer bytes than a
+// narrow slice's (w + ceil(w / 2) + 2w < 4w + 1 elements).
+inline constexpr std::int64_t max_slice_patches(std::int64_t width)
+{
+  return std::min<std::int64_t>(2 * width, 255);
+}
+// Elements of a patched slice of width w before its patches.
+inline constexpr std::int64_t patched_slice_header(std::int64_t width)
+{
+  return width + (width + 1) / 2;
+}
+
+// The columns of a patched slice of width w, at cols + at: w base columns
+// (bases), then w bytes of patch masks and w bytes of patch counts in
+// ceil(w / 2) elements, then the patches. The column of entry e of lane l is
+// bases[e] + l, unless bit l of masks[e] is set: then it is patches[before[e]
+// + the set bits of masks[e] below l] (before[e]: the patches of entries < e).
+// Lanes without an entry e have neither (a row shorter than the slice).
+struct PatchedSlice {
+  const std::int32_t *bases;
+  const std::uint8_t *masks;
+  const std::uint8_t *before;
+  const std::int32_t *patches;
+  PatchedSlice(const std::int32_t *cols, std::int64_t width)
+      : bases(cols), masks(reinterpret_cast<const std::uint8_t *>(cols + width)), before(masks + width),
+        patches(cols + patched_slice_header(width))
+  {
+  }
+  std::int64_t column(std::int64_t e, int lane) const
+  {
+    const unsigned m = masks[e];
+    if (!(m >> lane & 1u)) return std::int64_t{bases[e]} + lane;
+    return patches[before[e] + __builtin_popcount(m & ((1u << lane) - 1u))];
+  }
+};
+
 struct RowBlock {
   Format format          = Format::fp64;
   std::int64_t row_begin = 0, row_end = 0; // run layout: rows [row_begin, row_end)
@@ -245,8 +291,11 @@ struct RowBlock {
   //  - w (shifted): it is cols[at + e] + l;
   //  - 4w + 1 (narrow): cols[at] is the base column and the 16-bit offsets
   //    follow, two per 32-bit element: the column is base + offsets[8e + l]
-  //    with offsets = (const uint16_t *)(cols + at + 1) (narrow_offsets).
-  // (The three counts differ for every w > 0; a slice of width 0 has none.)
+  //    with offsets = (const uint16_t *)(cols + at + 1) (narrow_offsets);
+  //  - w + ceil(w / 2) + P, 0 <= P <= max_slice_patches(w) (patched): see
+  //    PatchedSlice; its P patches are the columns of the entries whose
+  //    column is not the shifted one.
+  // (The four counts differ for every w > 0; a slice of width 0 has none.)
   std::vector<std::int64_t> slice_offsets;     // slices + 1
   std::vector<std::int64_t> slice_col_offsets; // slices + 1
   BigArray<std::int32_t> row_lengths;          // kSliceRows * slices; 0 past the last row
@@ -292,6 +341,16 @@ struct RowBlock {
   }
   // 32-bit elements of a narrow slice's columns: the base and 8 offsets of 16 bits per entry.
   static std::int64_t narrow_slice_columns(std::int64_t width) { return 1 + width * kSliceRows / 2; }
+  // Whether slice q is patched: more columns than a shifted slice, fewer than a narrow one.
+  bool patched_slice(std::int64_t q) const
+  {
+    const std::int64_t width = slice_width(q), count = slice_col_offsets[q + 1] - slice_col_offsets[q];
+    return width > 0 && count > width && count < narrow_slice_columns(width);
+  }
+  PatchedSlice patched_columns(std::int64_t q) const
+  {
+    return PatchedSlice(cols.data() + slice_col_offsets[q], slice_width(q));
+  }
   std::int32_t narrow_base(std::int64_t q) const { return cols[slice_col_offsets[q]]; }
   const std::uint16_t *narrow_offsets(std::int64_t q) const
   {
@@ -318,6 +377,7 @@ struct RowBlock {
     const std::int64_t q = k / kSliceRows, lane = k % kSliceRows, at = slice_col_offsets[q];
     if (shifted_slice(q)) return cols[at + e] + lane;
     if (narrow_slice(q)) return std::int64_t{narrow_base(q)} + narrow_offsets(q)[e * kSliceRows + lane];
+    if (patched_slice(q)) return patched_columns(q).column(e, static_cast<int>(lane));
     return cols[at + e * kSliceRows + lane];
   }
   // Distance between consecutive entries of block row k.
@@ -370,6 +430,7 @@ struct StorageStats {
   std::int64_t sliced_rows                     = 0; // rows of sliced blocks
   std::int64_t shifted_rows                    = 0; // rows of shifted slices (one column per entry of 8 rows)
   std::int64_t narrow_rows                     = 0; // rows of narrow slices (16-bit column offsets)
+  std::int64_t patched_rows                    = 0; // rows of patched slices (shifted but for a few entries)
   std::int64_t node_rows                       = 0; // rows of node blocks
   std::int64_t nodes                           = 0; // nodes of node blocks
   std::int64_t wide_nodes                      = 0; // nodes whose columns span more than 16-bit offsets
@@ -398,6 +459,7 @@ struct CompactCsr {
   std::int64_t min_run_rows = kRunsByNonzeros;   // and its run threshold
   bool own_indices          = false;             // and StorageOptions::own_indices
   int sort_window           = 1;                 // and StorageOptions::sort_window
+  bool patched_slices       = true;              // and StorageOptions::patched_slices
   bool all_rows_covered     = true; // every row belongs to a block (run layout); else unlisted rows are empty
   // Its column indices went back to the system with its values (CompactValuesRelease of a copy of zeros): only its
   // shape and statistics remain; its layout is not reused, its pattern not compared, its columns not read.
