@@ -587,8 +587,8 @@ std::int64_t slice_patch_count(const CsrView<Index> &csr, const RowBlock &b, std
   }
   std::int64_t patches = 0;
   for (std::int64_t e = 0; e < width; ++e) {
-    std::int64_t shifted[kSliceRows];
-    int live = 0;
+    std::int64_t shifted[kSliceRows] = {}; // (at least one row has entry e: width is the longest row's length)
+    int live                         = 0;
     for (std::int64_t l = 0; l < lanes; ++l)
       if (e < length[l]) shifted[live++] = static_cast<std::int64_t>(csr.cols[start[l] + e]) - l;
     std::int64_t base = shifted[0];
