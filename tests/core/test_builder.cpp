@@ -1119,23 +1119,32 @@ TYPED_TEST(BuilderTest, SlicedLayoutRoundTrip)
   }
 }
 
-TYPED_TEST(BuilderTest, ShiftedSlices)
+// ShiftedSlices' and PatchedSlices' matrix: 28 rows of 40 columns, row i with
+// columns i, i + 2, i + 5, but i + 6 for i + 5 in row 12 and a fourth column
+// i + 9 in row 20.
+template <typename Index> TestCsr<Index> shifted_slices_matrix()
 {
-  // 28 rows of 40 columns. Slice 0: row i has columns i, i + 2, i + 5 (shifted).
-  // Slice 1: the same but row 12 has i + 6 for i + 5. Slice 2: row 20 has one
-  // entry more. Slice 3: shifted rows, but only 4 of them.
-  TestCsr<TypeParam> m;
+  TestCsr<Index> m;
   m.ncols = 40;
   for (int i = 0; i < 28; ++i) {
     std::vector<int> offs = {0, 2, i == 12 ? 6 : 5};
     if (i == 20) offs.push_back(9);
     for (int o : offs) {
-      m.cols.push_back(static_cast<TypeParam>(i + o));
+      m.cols.push_back(static_cast<Index>(i + o));
       m.vals.push_back(1.0 + 0.125 * static_cast<double>(m.vals.size() % 50));
     }
-    m.rowptr.push_back(static_cast<TypeParam>(m.vals.size()));
+    m.rowptr.push_back(static_cast<Index>(m.vals.size()));
     ++m.nrows;
   }
+  return m;
+}
+
+TYPED_TEST(BuilderTest, ShiftedSlices)
+{
+  // 28 rows of 40 columns. Slice 0: row i has columns i, i + 2, i + 5 (shifted).
+  // Slice 1: the same but row 12 has i + 6 for i + 5. Slice 2: row 20 has one
+  // entry more. Slice 3: shifted rows, but only 4 of them.
+  TestCsr<TypeParam> m = shifted_slices_matrix<TypeParam>();
   for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16})
     for (Layout layout : {Layout::sliced, Layout::automatic}) {
       SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout));
@@ -1175,18 +1184,7 @@ TYPED_TEST(BuilderTest, ShiftedSlices)
 // 20's fourth entry, no other row's) and slice 3 (4 rows) need none.
 TYPED_TEST(BuilderTest, PatchedSlices)
 {
-  TestCsr<TypeParam> m;
-  m.ncols = 40;
-  for (int i = 0; i < 28; ++i) {
-    std::vector<int> offs = {0, 2, i == 12 ? 6 : 5};
-    if (i == 20) offs.push_back(9);
-    for (int o : offs) {
-      m.cols.push_back(static_cast<TypeParam>(i + o));
-      m.vals.push_back(1.0 + 0.125 * static_cast<double>(m.vals.size() % 50));
-    }
-    m.rowptr.push_back(static_cast<TypeParam>(m.vals.size()));
-    ++m.nrows;
-  }
+  TestCsr<TypeParam> m = shifted_slices_matrix<TypeParam>();
   for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16})
     for (Layout layout : {Layout::sliced, Layout::automatic}) {
       SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout));
