@@ -20,6 +20,7 @@
 
 #include "petscmp/core/compact_csr.hpp"
 #include "csr_matrices.hpp"
+#include "prefetch.hpp"
 #include "spmv.hpp"
 
 using namespace petscmp;
@@ -608,3 +609,94 @@ TEST(SpmvOpenmpThreads, SmallerTeamThanRequested)
   }
 }
 #endif
+
+// The kernels ask for a block's values ahead of them (ValuesAhead) only where
+// the read is narrow (4 bytes or fewer per entry, over every plane it touches)
+// and the block's values stream from memory; each line of the stream once.
+TEST(ValuesAhead, AsksForNarrowStreamsFromMemoryOnly)
+{
+  const std::int64_t mib4 = kPrefetchFromBytes;
+  auto active             = [](auto values, std::int64_t count) { return ValuesAhead(values, count).active(); };
+  EXPECT_TRUE(active(static_cast<const float *>(nullptr), mib4 / 4));
+  EXPECT_FALSE(active(static_cast<const float *>(nullptr), mib4 / 4 - 1)) << "fits in cache";
+  EXPECT_TRUE(active(static_cast<const bf16_t *>(nullptr), mib4 / 2));
+  EXPECT_TRUE(active(static_cast<const fp16_t *>(nullptr), mib4 / 2));
+  EXPECT_TRUE(active(static_cast<const fp11_20_t *>(nullptr), mib4 / 4)); // split2's heads
+  EXPECT_FALSE(active(static_cast<const double *>(nullptr), mib4)) << "8 bytes per entry";
+  const std::uint16_t *words = nullptr;
+  EXPECT_TRUE(active(segment_ptr<4, 2>{words, 1 << 22}, mib4 / 4)); // two 16-bit planes: 4 bytes
+  EXPECT_FALSE(active(segment_ptr<4, 2>{words, 1 << 22}, mib4 / 4 - 1));
+  EXPECT_FALSE(active(segment_ptr<4, 3>{words, 1 << 22}, mib4)) << "6 bytes per entry";
+  const std::uint32_t *halves = nullptr;
+  EXPECT_FALSE(active(segment_ptr<2, 2>{halves, 1 << 22}, mib4)) << "split2 read whole: 8 bytes per entry";
+
+  const std::vector<float> values(static_cast<std::size_t>(mib4 / 4) + 100);
+  const std::int64_t count = static_cast<std::int64_t>(values.size());
+  ValuesAhead ahead(values.data(), count);
+  ASSERT_TRUE(ahead.active());
+  const std::int64_t distance = kValuesAheadBytes / 4, line = 16;
+  // after upto(at): every entry before at + distance asked for, in whole lines
+  auto asked_ahead_of = [&](std::int64_t at) {
+    ahead.upto(at);
+    EXPECT_GE(ahead.asked_until(), at + distance) << "at " << at;
+    EXPECT_LT(ahead.asked_until(), at + distance + line) << "at " << at;
+  };
+  asked_ahead_of(0);
+  asked_ahead_of(10);
+  asked_ahead_of(11);
+  asked_ahead_of(5000); // skipped ahead (another thread's part): asked from there on
+  ahead.upto(count - 1); // never past the stream's end (but for the last line's rest)
+  EXPECT_GE(ahead.asked_until(), count);
+  EXPECT_LT(ahead.asked_until(), count + line);
+  ValuesAhead wide(static_cast<const double *>(nullptr), count);
+  wide.upto(0);
+  EXPECT_EQ(wide.asked_until(), 0) << "a wide stream asks for nothing";
+}
+
+namespace {
+// Whether block b's values, read at `read` segments, are asked for ahead.
+bool streamed_ahead(const RowBlock &b, int read)
+{
+  return dispatch_block_values(b, read, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    return ValuesAhead(values_of<S>(b), b.stored_count()).active();
+  });
+}
+} // namespace
+
+// Blocks whose narrow values stream from memory, so that the kernels ask for
+// them ahead: rows (CSR order), slices and nodes, every narrow format and
+// read level, bitwise the reference for 1-3 threads.
+TEST(SpmvOpenmpPrefetch, StreamedNarrowValuesBitwise)
+{
+  const std::int64_t one_run         = std::int64_t{1} << 40; // one value class: one block
+  const Matrix<std::int32_t> stencil = stencil_matrix<std::int32_t>(46, 27, Shape::runs, 61, one_run);
+  RowRecipe nodes                    = kBigRows;
+  nodes.run_rows                     = one_run;
+  nodes.min_nnz                      = 8;
+  nodes.nnz_spread                   = 8;
+  nodes.max_node_rows                = 5;
+  nodes.node_window                  = 20000;
+  const Matrix<std::int32_t> fem     = random_matrix<std::int32_t>(300000, 300000, Shape::runs, 62, nodes);
+  const std::pair<const Matrix<std::int32_t> *, Layout> cases[] = {
+      {&stencil, Layout::sliced}, {&stencil, Layout::csr}, {&fem, Layout::node}};
+  for (const auto &[a, layout] : cases)
+    for (StorageMode mode : {StorageMode::fp32, StorageMode::fp16, StorageMode::bf16, StorageMode::fp11_20,
+                             StorageMode::split2, StorageMode::split4}) {
+      StorageOptions opts;
+      opts.mode    = mode;
+      opts.layout  = layout;
+      CompactCsr A = build_compact_csr(a->view(), opts);
+      expect_layout(A, layout);
+      ASSERT_EQ(A.blocks.size(), 1u);
+      const int narrow_levels = mode == StorageMode::split4 ? 2 : 1;
+      for (int read = 1; read <= narrow_levels; ++read) {
+        SCOPED_TRACE(std::string(storage_mode_name(mode)) + " " + layout_name(layout) + " read " +
+                     std::to_string(read));
+        A.read_segments = storage_mode_segments(mode) > 0 ? read : 0;
+        ASSERT_TRUE(streamed_ahead(A.blocks[0], A.read_segments)) << "the test matrix does not stream its values";
+        for (int nt : {1, 2, 3})
+          check_bitwise(*a, A, nt);
+      }
+    }
+}

@@ -11,6 +11,7 @@
 #include <omp.h>
 #endif
 
+#include "../prefetch.hpp"
 #include "../row_dot.hpp"
 #include "petscmp/core/omp.hpp"
 #include "../spmv.hpp"
@@ -80,11 +81,13 @@ void block_rows(const RowBlock &block, CsrPattern<Index> p, std::int64_t k0, std
       return static_cast<std::int64_t>(rowptr[rbegin + k]) - vbase;
   };
   alignas(64) double scratch[kChunk];
+  ValuesAhead ahead(vals.data(), block.nnz);
 
   std::int64_t k = k0;
   while (k < k1) {
     const std::int64_t vb = voff(k);
-    std::int64_t kend     = k;
+    ahead.upto(vb);
+    std::int64_t kend = k;
     while (kend < k1 && voff(kend + 1) - vb <= kChunk)
       ++kend;
     if (kend == k) { // one row longer than a chunk: its values piece by piece
@@ -185,7 +188,9 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
   const bool grouped       = block.grouped();
   const __m512d zero       = _mm512_setzero_pd();
   auto value8              = [&](std::int64_t at) { return vals.read8(static_cast<std::size_t>(at), 0xff); };
+  ValuesAhead ahead(vals.data(), block.stored_count());
   for (std::int64_t q = q0; q < q1; ++q) {
+    ahead.upto(block.slice_offsets[q]);
     const std::int64_t k0 = q * kSliceRows;
     const __mmask8 live   = first_lanes(static_cast<unsigned>(std::min<std::int64_t>(kSliceRows, nrows - k0)));
     const __m256i rows    = grouped ? _mm256_maskz_loadu_epi32(live, block.rows.data() + k0) : _mm256_setzero_si256();
@@ -268,7 +273,9 @@ void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const 
   const std::int64_t nrows = block.row_count();
   const bool grouped       = block.grouped();
   const __m256d zero       = _mm256_setzero_pd();
+  ValuesAhead ahead(vals, block.stored_count());
   for (std::int64_t q = q0; q < q1; ++q) {
+    ahead.upto(block.slice_offsets[q]);
     const std::int64_t k0 = q * kSliceRows;
     const int live        = static_cast<int>(std::min<std::int64_t>(kSliceRows, nrows - k0));
     const bool contiguous = !grouped && live == kSliceRows;
@@ -501,11 +508,13 @@ template <SumOrder Order, typename S>
 void nodes_avx512(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
 {
   const auto vals = values_of<S>(block);
+  ValuesAhead ahead(vals, block.stored_count());
   for (std::int64_t i = n0; i < n1; ++i) {
     const NodeInfo &nd      = block.nodes[i];
     const std::int64_t row0 = block.row(nd.first);
     const __mmask8 m        = first_lanes(nd.rows);
-    __m512d sum             = z ? _mm512_maskz_loadu_pd(m, z + row0) : _mm512_setzero_pd();
+    ahead.upto(nd.values);
+    __m512d sum = z ? _mm512_maskz_loadu_pd(m, z + row0) : _mm512_setzero_pd();
     with_node_columns(block, nd, x, [&](auto cols, const double *xs) {
       sum = node_sums_any<Order>(sum, vals + nd.values, nd.rows, m, cols, nd.length, xs);
     });
@@ -572,8 +581,10 @@ inline void node_avx2(const RowBlock &block, const NodeInfo &nd, const double *x
 template <SumOrder Order, typename S>
 void nodes_avx2(const RowBlock &block, std::int64_t n0, std::int64_t n1, const double *x, const double *z, double *y)
 {
+  ValuesAhead ahead(values_of<S>(block), block.stored_count());
   for (std::int64_t i = n0; i < n1; ++i) {
     const NodeInfo &nd = block.nodes[i];
+    ahead.upto(nd.values);
     if (nd.rows <= 4)
       node_avx2<Order, 1, S>(block, nd, x, z, y);
     else
