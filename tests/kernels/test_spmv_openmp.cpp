@@ -472,41 +472,52 @@ TEST(SpmvOpenmpRowShapes, BitwiseInt64)
 }
 
 // A slice's padding (rows shorter than the slice) adds nothing, not even +0:
-// with every product -0 and z = -0 each sum stays -0, and a padding column
-// (0) whose x is NaN is never read. Rows of random lengths 0..40 in gathered
-// slices, every format, both orders, run and grouped blocks.
+// with every stored value negative and x = +0, every product is -0 but a
+// padding entry's (value +0), so with z = -0 each sum stays -0 unless a
+// padding product is added; and a padding column (0) whose x is NaN never
+// enters a sum (the kernels load it with the rows' x but mask or zero its
+// product). Rows of random lengths 0..40 in gathered
+// slices, every format, both orders, run and grouped blocks; columns within
+// 2000 (narrow slices: 16-bit offsets) and spread over 80000 (32-bit columns).
 TEST(SpmvOpenmpRowShapes, SlicePaddingAddsNothing)
 {
-  std::mt19937_64 rng(41);
-  Matrix<std::int32_t> a = matrix_with_lengths<std::int32_t>(row_lengths(Lengths::random, rng), 2000, rng);
-  a.ncols += 1;
-  for (auto &c : a.cols)
-    ++c; // column 0 holds no entry
-  for (auto &v : a.vals)
-    v = std::fabs(v);
-  std::vector<double> x(static_cast<std::size_t>(a.ncols), -0.0), z(static_cast<std::size_t>(a.nrows), -0.0);
-  x[0] = std::nan("");
-  for (bool grouped : {false, true})
-    for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
-      std::vector<Format> formats(static_cast<std::size_t>(a.nrows));
-      for (std::size_t i = 0; i < formats.size(); ++i)
-        formats[i] = kAllFormats[grouped ? rng() % kFormatCount : (i / 64) % kFormatCount];
-      StorageOptions opts;
-      opts.min_run_rows  = 32;
-      opts.order         = order;
-      opts.layout        = Layout::sliced;
-      const CompactCsr A = assemble_compact_csr(a.view(), formats, opts);
-      expect_layout(A, Layout::sliced);
-      for (int nt : {1, 2}) {
-        std::vector<double> ref(z.size()), y(z.size(), 7.0);
-        reference::spmv(A, a.pattern(), x.data(), z.data(), ref.data());
-        openmp::spmv(A, a.pattern(), x.data(), z.data(), y.data(), nt);
-        for (std::size_t i = 0; i < y.size(); ++i) {
-          ASSERT_TRUE(std::signbit(ref[i]) && ref[i] == 0.0) << "the reference's row " << i << " is not -0";
-          ASSERT_TRUE(same(y[i], ref[i])) << (grouped ? "grouped" : "runs") << " row " << i << ": " << y[i];
+  for (std::int32_t spread : {1, 40}) {
+    std::mt19937_64 rng(41);
+    Matrix<std::int32_t> a = matrix_with_lengths<std::int32_t>(row_lengths(Lengths::random, rng), 2000, rng);
+    a.ncols                = 2000 * spread + 1;
+    for (auto &c : a.cols)
+      c = c * spread + 1; // column 0 holds no entry
+    for (auto &v : a.vals)
+      v = -std::fabs(v);
+    std::vector<double> x(static_cast<std::size_t>(a.ncols), 0.0), z(static_cast<std::size_t>(a.nrows), -0.0);
+    x[0] = std::nan("");
+    for (bool grouped : {false, true})
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
+        std::vector<Format> formats(static_cast<std::size_t>(a.nrows));
+        for (std::size_t i = 0; i < formats.size(); ++i)
+          formats[i] = kAllFormats[grouped ? rng() % kFormatCount : (i / 64) % kFormatCount];
+        StorageOptions opts;
+        opts.min_run_rows  = 32;
+        opts.order         = order;
+        opts.layout        = Layout::sliced;
+        const CompactCsr A = assemble_compact_csr(a.view(), formats, opts);
+        expect_layout(A, Layout::sliced);
+        if (spread == 1)
+          ASSERT_GT(A.stats.narrow_rows, A.stats.sliced_rows / 2) << "too few narrow slices";
+        else
+          ASSERT_LT(A.stats.narrow_rows, A.stats.sliced_rows / 2) << "too few slices with 32-bit columns";
+        for (int nt : {1, 2}) {
+          std::vector<double> ref(z.size()), y(z.size(), 7.0);
+          reference::spmv(A, a.pattern(), x.data(), z.data(), ref.data());
+          openmp::spmv(A, a.pattern(), x.data(), z.data(), y.data(), nt);
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            ASSERT_TRUE(std::signbit(ref[i]) && ref[i] == 0.0) << "the reference's row " << i << " is not -0";
+            ASSERT_TRUE(same(y[i], ref[i]))
+                << (grouped ? "grouped" : "runs") << " row " << i << ", spread " << spread << ": " << y[i];
+          }
         }
       }
-    }
+  }
 }
 
 // The comparison above is not vacuous: changing one stored value or the
@@ -644,7 +655,7 @@ TEST(ValuesAhead, AsksForNarrowStreamsFromMemoryOnly)
   asked_ahead_of(0);
   asked_ahead_of(10);
   asked_ahead_of(11);
-  asked_ahead_of(5000); // skipped ahead (another thread's part): asked from there on
+  asked_ahead_of(5000);  // skipped ahead (another thread's part): asked from there on
   ahead.upto(count - 1); // never past the stream's end (but for the last line's rest)
   EXPECT_GE(ahead.asked_until(), count);
   EXPECT_LT(ahead.asked_until(), count + line);
