@@ -88,7 +88,7 @@ int main(int argc, char **argv)
   if (fem)
     PetscCall(BuildFEM(PETSC_COMM_WORLD, type, n, 4242, &A));
   else
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, type, n, PETSC_FALSE, PETSC_FALSE, 27.0, 4242, &A));
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, type, n, 7, PETSC_FALSE, 27.0, 4242, &A));
   PetscCall(StatusBytes("VmHWM:", &peak));
   PetscCall(StatusBytes("VmRSS:", &after));
   PetscCall(MatGetInfo(A, MAT_LOCAL, &info));

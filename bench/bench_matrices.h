@@ -75,8 +75,21 @@ static inline PetscErrorCode StencilOrderingDestroy(StencilOrdering *o)
   PetscFunctionReturn(0);
 }
 
-/* The columns of one stencil row, ascending, and the position of its diagonal entry. */
-static inline PetscErrorCode StencilRow(PetscInt n, PetscBool full27, const StencilOrdering *o, PetscInt row,
+/* The stencils: 7 points (faces), 27 points (the whole 3x3x3 cube), or STENCIL_IRREGULAR: the faces and about
+   half of the 12 edge neighbours, chosen per pair of points by a hash (a symmetric pattern), so that rows hold 7 to
+   19 entries (about 13) as on an unstructured tetrahedral mesh. */
+#define STENCIL_IRREGULAR 19
+
+/* Whether the irregular stencil couples grid points p and q (edge neighbours): symmetric in p and q. */
+static inline PetscBool StencilEdgeKept(PetscInt p, PetscInt q)
+{
+  const PetscInt64 a = PetscMin(p, q), b = PetscMax(p, q);
+  return (((a * 2654435761LL + b * 40503LL) >> 7) & 1) ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/* The columns of one stencil row (points: 7, 27 or STENCIL_IRREGULAR), ascending, and the position of its diagonal
+   entry. */
+static inline PetscErrorCode StencilRow(PetscInt n, PetscInt points, const StencilOrdering *o, PetscInt row,
                                         PetscInt cols[27], PetscInt *nc, PetscInt *diag)
 {
   const PetscInt p = o->point_of_row ? o->point_of_row[row] : row;
@@ -87,10 +100,12 @@ static inline PetscErrorCode StencilRow(PetscInt n, PetscBool full27, const Sten
   for (PetscInt dk = -1; dk <= 1; dk++)
     for (PetscInt dj = -1; dj <= 1; dj++)
       for (PetscInt di = -1; di <= 1; di++) {
-        if (!full27 && PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk) > 1) continue;
+        const PetscInt away = PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk);
+        if (points != 27 && away > (points == STENCIL_IRREGULAR ? 2 : 1)) continue;
         if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
         const PetscInt q = p + dk * n * n + dj * n + di;
-        cols[(*nc)++]    = o->row_of_point ? o->row_of_point[q] : q;
+        if (away == 2 && points == STENCIL_IRREGULAR && !StencilEdgeKept(p, q)) continue;
+        cols[(*nc)++] = o->row_of_point ? o->row_of_point[q] : q;
       }
   if (o->row_of_point) PetscCall(PetscSortInt(*nc, cols));
   for (*diag = 0; cols[*diag] != row; (*diag)++) {
@@ -98,12 +113,12 @@ static inline PetscErrorCode StencilRow(PetscInt n, PetscBool full27, const Sten
   PetscFunctionReturn(0);
 }
 
-/* The 7-point Laplacian (6 on the diagonal, -1 off it) or a 27-point operator with values uniform in [-1, 1]
-   off the diagonal and diag27 + uniform[-1, 1] on it (27: Jacobi converges in a few iterations), on an n^3 grid in
-   lexicographic or Morton order (see StencilOrdering), rows split in contiguous blocks. The random values are drawn row
-   after row from one PetscRandom stream, each rank skipping the rows before its own: the matrix is the same for any
-   number of ranks. */
-static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt n, PetscBool full27, PetscBool morton,
+/* The 7-point Laplacian (6 on the diagonal, -1 off it) or, with points 27 or STENCIL_IRREGULAR (see StencilRow), an
+   operator with values uniform in [-1, 1] off the diagonal and diag27 + uniform[-1, 1] on it (27: Jacobi converges in a
+   few iterations), on an n^3 grid in lexicographic or Morton order (see StencilOrdering), rows split in contiguous
+   blocks. The random values are drawn row after row from one PetscRandom stream, each rank skipping the rows before its
+   own: the matrix is the same for any number of ranks. */
+static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt n, PetscInt points, PetscBool morton,
                                           PetscReal diag27, PetscInt64 seed, Mat *A)
 {
   const PetscInt64 N64 = (PetscInt64)n * n * n;
@@ -112,10 +127,13 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
   PetscRandom rnd = NULL;
   PetscMPIInt size;
   StencilOrdering order;
+  const PetscBool random = points == 7 ? PETSC_FALSE : PETSC_TRUE;
 
   PetscFunctionBeginUser;
   PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
-  PetscCheck(N64 * (full27 ? 27 : 7) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+  PetscCheck(points == 7 || points == 27 || points == STENCIL_IRREGULAR, comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "stencil of %" PetscInt_FMT " points: 7, 27 or %d (irregular)", points, STENCIL_IRREGULAR);
+  PetscCheck(N64 * points < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
   N = (PetscInt)N64;
   PetscCall(StencilOrderingCreate(n, morton, &order));
@@ -128,7 +146,7 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
   /* exact preallocation */
   PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
   for (PetscInt row = rstart; row < rend; row++) {
-    PetscCall(StencilRow(n, full27, &order, row, cols, &nc, &diag));
+    PetscCall(StencilRow(n, points, &order, row, cols, &nc, &diag));
     d_nnz[row - rstart] = o_nnz[row - rstart] = 0;
     for (PetscInt c = 0; c < nc; c++) {
       if (cols[c] >= rstart && cols[c] < rend)
@@ -147,16 +165,16 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
   if (size == 1) PetscCall(MatSetOption(*A, MAT_SORTED_FULL, PETSC_TRUE));
   PetscCall(PetscFree2(d_nnz, o_nnz));
 
-  if (full27) {
+  if (random) {
     PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
     PetscCall(PetscRandomSetType(rnd, PETSCRAND48));
     PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
     PetscCall(PetscRandomSetSeed(rnd, (unsigned long)seed));
     PetscCall(PetscRandomSeed(rnd));
   }
-  for (PetscInt row = (full27 ? 0 : rstart); row < rend; row++) {
-    PetscCall(StencilRow(n, full27, &order, row, cols, &nc, &diag));
-    if (full27) {
+  for (PetscInt row = (random ? 0 : rstart); row < rend; row++) {
+    PetscCall(StencilRow(n, points, &order, row, cols, &nc, &diag));
+    if (random) {
       PetscCall(PetscRandomGetValuesReal(rnd, nc, v));
       if (row < rstart) continue; /* another rank's row: its values are drawn to keep the stream aligned */
       v[diag] += diag27;

@@ -102,7 +102,7 @@ int main(int argc, char **argv)
   PetscCall(StreamTriad(comm, stream_mib, stream_reps, &triad_gbs, &triad_elems));
   PetscCall(PetscPrintf(comm, "%d rank(s); STREAM triad %.2f GB/s\n", size, triad_gbs));
 
-  PetscCall(BuildStencil(comm, MATAIJ, n, PETSC_TRUE, PETSC_FALSE, diag, 4242, &A));
+  PetscCall(BuildStencil(comm, MATAIJ, n, 27, PETSC_FALSE, diag, 4242, &A));
   PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &S2));
   PetscCall(MatAIJMPSetStorage(S2, MAT_AIJMP_SPLIT2));
   PetscCall(MatConvert(A, MATAIJMP, MAT_INITIAL_MATRIX, &S4));

@@ -74,7 +74,7 @@ static PetscErrorCode Build(int problem, MatType type, PetscInt n, Mat *A)
     PetscCall(BuildFEM(PETSC_COMM_WORLD, type, n, 1, A));
   else
     PetscCall(
-        BuildStencil(PETSC_COMM_WORLD, type, n, problem == 1 ? PETSC_TRUE : PETSC_FALSE, PETSC_FALSE, 27.0, 1, A));
+        BuildStencil(PETSC_COMM_WORLD, type, n, problem == 1 ? 27 : 7, PETSC_FALSE, 27.0, 1, A));
   PetscFunctionReturn(0);
 }
 

@@ -1267,18 +1267,18 @@ TYPED_TEST(BuilderTest, PatchedSliceLimits)
 TYPED_TEST(BuilderTest, SlicedLayoutAutomaticPaddingLimit)
 {
   // Slices of 8 rows: seven rows of length 4 and one of length w pad to 8 * w
-  // entries for 28 + w nonzeros. w = 5: 40 <= 1.25 * 33 = 41.25, sliced;
-  // w = 6: 48 > 1.25 * 34 = 42.5, CSR order.
+  // entries for 28 + w nonzeros. w = 6: 48 <= 1.5 * 34 = 51, sliced;
+  // w = 7: 56 > 1.5 * 35 = 52.5, CSR order.
   ASSERT_EQ(kSliceRows, 8);
-  ASSERT_EQ(kMaxSlicePadding, 1.25);
-  for (int w : {5, 6}) {
+  ASSERT_EQ(kMaxSlicePadding, 1.5);
+  for (int w : {6, 7}) {
     std::vector<int> lengths(8, 4);
     lengths[3]                 = w;
     const TestCsr<TypeParam> m = rows_of_lengths<TypeParam>(lengths, 20);
     const StorageOptions opts  = with_mode(StorageMode::fp32);
     const CompactCsr A         = build_compact_csr(m.view(), opts);
     ASSERT_EQ(A.blocks.size(), 1u);
-    EXPECT_EQ(A.blocks[0].sliced(), w == 5) << "w = " << w;
+    EXPECT_EQ(A.blocks[0].sliced(), w == 6) << "w = " << w;
     check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
     const CompactCsr C = build_compact_csr(m.view(), with_mode(StorageMode::fp32, Layout::csr));
     EXPECT_FALSE(C.blocks[0].sliced());
