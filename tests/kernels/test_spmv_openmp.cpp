@@ -476,9 +476,9 @@ TEST(SpmvOpenmpRowShapes, BitwiseInt64)
 // padding entry's (value +0), so with z = -0 each sum stays -0 unless a
 // padding product is added; and a padding column (0) whose x is NaN never
 // enters a sum (the kernels load it with the rows' x but mask or zero its
-// product). Rows of random lengths 0..40 in gathered
-// slices, every format, both orders, run and grouped blocks; columns within
-// 2000 (narrow slices: 16-bit offsets) and spread over 80000 (32-bit columns).
+// product). Rows of random lengths 0..40 in gathered slices, every format,
+// both orders, run and grouped blocks; columns within 2000 (narrow slices:
+// 16-bit offsets) and spread over 80000 (32-bit columns).
 TEST(SpmvOpenmpRowShapes, SlicePaddingAddsNothing)
 {
   for (std::int32_t spread : {1, 40}) {

@@ -227,10 +227,10 @@ inline __m512d gathered_slice_sums(__m512d sum8, __m256i lengths, std::int64_t w
 // of 4 rows (gathered_slice_sums), and masks the adds to the rows that have an
 // entry j, so every row's sum takes exactly the reference's steps (no padding
 // term is added; a narrow slice's 16-bit offsets index x from its base
-// column); a shifted slice (all rows of one length,
-// columns shifted by the lane) reads x with one plain load and adds in every
-// lane; a patched slice reads the x of its rows as a gathered slice's with one
-// masked plain load and one masked broadcast per patch.
+// column); a shifted slice (all rows of one length, columns shifted by the
+// lane) reads x with one plain load and adds in every lane; a patched slice
+// reads the x of its rows as a gathered slice's with one masked plain load and
+// one masked broadcast per patch.
 template <SumOrder Order, typename S>
 void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
@@ -314,9 +314,9 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
 // Slices [q0, q1) of a sliced block with AVX2 (no AVX-512): the steps of
 // slices_avx512, the 8 rows of a slice in two registers of 4. A gathered
 // slice's adds are blended into the rows that have an entry j (x read by
-// scalar loads, load_x4, and zeroed in the other rows), so every row's sum takes exactly the
-// reference's steps; a shifted slice reads x with two plain loads, a patched
-// one with two masked plain loads and one blend per patch.
+// scalar loads, load_x4, and zeroed in the other rows), so every row's sum
+// takes exactly the reference's steps; a shifted slice reads x with two plain
+// loads, a patched one with two masked plain loads and one blend per patch.
 template <SumOrder Order, typename S>
 void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
 {
