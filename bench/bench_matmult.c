@@ -8,6 +8,9 @@ static char help[] =
     "  -irregular <int>   an unstructured-like operator on an n^3 grid in Morton order: the 6 face neighbours and\n"
     "                     about half of the 12 edge ones (a symmetric choice), 7-19 entries a row, values as -n27's\n"
     "                     (default 0: skipped; 150 gives 0.55 GB of AIJ)\n"
+    "  -mixed <int>       a 7-point operator in Morton order where one grid point in 8 (by a hash) couples to its\n"
+    "                     whole 3x3x3 cube: rows of 7 and 27 entries mixed, as at constrained nodes; values as\n"
+    "                     -n27's (default 0: skipped; 205 gives 1.01 GB of AIJ)\n"
     "  -f <file>          also a matrix from a PETSc binary file (MatLoad)\n"
     "  -reps <int>        timed products per variant and mode (default 7)\n"
     "  -sell <bool>       include PETSc SELL (default true)\n"
@@ -653,7 +656,8 @@ static PetscErrorCode BenchEllmp(const char *title, Mat A, PetscInt reps, double
 
 int main(int argc, char **argv)
 {
-  PetscInt n7 = 260, n27 = 167, nfem = 77, nirregular = 0, reps = 7, stream_mib = 512, stream_reps = 5, seed = 4242;
+  PetscInt n7 = 260, n27 = 167, nfem = 77, nirregular = 0, nmixed = 0, reps = 7, stream_mib = 512, stream_reps = 5,
+           seed      = 4242;
   PetscReal tol      = 1e-3;
   PetscBool use_sell = PETSC_TRUE, has_file, ellmp = PETSC_FALSE, table = PETSC_TRUE, morton = PETSC_FALSE,
             split = PETSC_FALSE;
@@ -672,6 +676,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n27", &n27, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-fem", &nfem, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-irregular", &nirregular, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-mixed", &nmixed, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reps", &reps, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_mib", &stream_mib, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_reps", &stream_reps, NULL));
@@ -779,14 +784,16 @@ int main(int argc, char **argv)
     if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
     PetscCall(MatDestroy(&A));
   }
-  if (nirregular > 0) {
+  for (int kind = 0; kind < 2; kind++) { /* the unstructured-like operators */
+    const PetscInt n = kind == 0 ? nirregular : nmixed, points = kind == 0 ? STENCIL_IRREGULAR : STENCIL_MIXED;
+    const char *name = kind == 0 ? "irregular (7-19 per row)" : "mixed (7 or 27 per row)";
     char title[96];
+    if (n <= 0) continue;
     PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
     t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, nirregular, STENCIL_IRREGULAR, PETSC_TRUE, 27.0, seed, &A));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the irregular operator in %.1f s\n", MPI_Wtime() - t));
-    PetscCall(
-        PetscSNPrintf(title, sizeof(title), "irregular (7-19 per row) random %" PetscInt_FMT "^3 Morton", nirregular));
+    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n, points, PETSC_TRUE, 27.0, seed, &A));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the %s operator in %.1f s\n", name, MPI_Wtime() - t));
+    PetscCall(PetscSNPrintf(title, sizeof(title), "%s random %" PetscInt_FMT "^3 Morton", name, n));
     if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
     if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
     if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));

@@ -77,8 +77,17 @@ static inline PetscErrorCode StencilOrderingDestroy(StencilOrdering *o)
 
 /* The stencils: 7 points (faces), 27 points (the whole 3x3x3 cube), or STENCIL_IRREGULAR: the faces and about
    half of the 12 edge neighbours, chosen per pair of points by a hash (a symmetric pattern), so that rows hold 7 to
-   19 entries (about 13) as on an unstructured tetrahedral mesh. */
+   19 entries (about 13) as on an unstructured tetrahedral mesh; or STENCIL_MIXED: the faces, and at one grid point
+   in 8 (chosen by a hash of the point) the whole 3x3x3 cube, as at constrained or coupled nodes of a mesh: rows of
+   7 and 27 entries mixed, so that most slices of 8 rows hold a long row among short ones. */
 #define STENCIL_IRREGULAR 19
+#define STENCIL_MIXED 20
+
+/* Whether the mixed stencil's row of grid point p holds the whole cube. */
+static inline PetscBool StencilWholeCube(PetscInt p)
+{
+  return ((((PetscInt64)p * 2654435761LL) >> 11) & 7) == 0 ? PETSC_TRUE : PETSC_FALSE;
+}
 
 /* Whether the irregular stencil couples grid points p and q (edge neighbours): symmetric in p and q. */
 static inline PetscBool StencilEdgeKept(PetscInt p, PetscInt q)
@@ -87,13 +96,14 @@ static inline PetscBool StencilEdgeKept(PetscInt p, PetscInt q)
   return (((a * 2654435761LL + b * 40503LL) >> 7) & 1) ? PETSC_TRUE : PETSC_FALSE;
 }
 
-/* The columns of one stencil row (points: 7, 27 or STENCIL_IRREGULAR), ascending, and the position of its diagonal
-   entry. */
+/* The columns of one stencil row (points: 7, 27, STENCIL_IRREGULAR or STENCIL_MIXED), ascending, and the position of
+   its diagonal entry. */
 static inline PetscErrorCode StencilRow(PetscInt n, PetscInt points, const StencilOrdering *o, PetscInt row,
                                         PetscInt cols[27], PetscInt *nc, PetscInt *diag)
 {
   const PetscInt p = o->point_of_row ? o->point_of_row[row] : row;
   const PetscInt i = p % n, j = (p / n) % n, k = p / (n * n);
+  const PetscBool cube = points == 27 || (points == STENCIL_MIXED && StencilWholeCube(p));
 
   PetscFunctionBeginUser;
   *nc = 0;
@@ -101,7 +111,7 @@ static inline PetscErrorCode StencilRow(PetscInt n, PetscInt points, const Stenc
     for (PetscInt dj = -1; dj <= 1; dj++)
       for (PetscInt di = -1; di <= 1; di++) {
         const PetscInt away = PetscAbsInt(di) + PetscAbsInt(dj) + PetscAbsInt(dk);
-        if (points != 27 && away > (points == STENCIL_IRREGULAR ? 2 : 1)) continue;
+        if (!cube && away > (points == STENCIL_IRREGULAR ? 2 : 1)) continue;
         if (i + di < 0 || i + di >= n || j + dj < 0 || j + dj >= n || k + dk < 0 || k + dk >= n) continue;
         const PetscInt q = p + dk * n * n + dj * n + di;
         if (away == 2 && points == STENCIL_IRREGULAR && !StencilEdgeKept(p, q)) continue;
@@ -113,11 +123,11 @@ static inline PetscErrorCode StencilRow(PetscInt n, PetscInt points, const Stenc
   PetscFunctionReturn(0);
 }
 
-/* The 7-point Laplacian (6 on the diagonal, -1 off it) or, with points 27 or STENCIL_IRREGULAR (see StencilRow), an
-   operator with values uniform in [-1, 1] off the diagonal and diag27 + uniform[-1, 1] on it (27: Jacobi converges in a
-   few iterations), on an n^3 grid in lexicographic or Morton order (see StencilOrdering), rows split in contiguous
-   blocks. The random values are drawn row after row from one PetscRandom stream, each rank skipping the rows before its
-   own: the matrix is the same for any number of ranks. */
+/* The 7-point Laplacian (6 on the diagonal, -1 off it) or, with points 27, STENCIL_IRREGULAR or STENCIL_MIXED (see
+   StencilRow), an operator with values uniform in [-1, 1] off the diagonal and diag27 + uniform[-1, 1] on it (27:
+   Jacobi converges in a few iterations), on an n^3 grid in lexicographic or Morton order (see StencilOrdering), rows
+   split in contiguous blocks. The random values are drawn row after row from one PetscRandom stream, each rank skipping
+   the rows before its own: the matrix is the same for any number of ranks. */
 static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt n, PetscInt points, PetscBool morton,
                                           PetscReal diag27, PetscInt64 seed, Mat *A)
 {
@@ -131,9 +141,10 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
 
   PetscFunctionBeginUser;
   PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
-  PetscCheck(points == 7 || points == 27 || points == STENCIL_IRREGULAR, comm, PETSC_ERR_ARG_OUTOFRANGE,
-             "stencil of %" PetscInt_FMT " points: 7, 27 or %d (irregular)", points, STENCIL_IRREGULAR);
-  PetscCheck(N64 * points < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
+  PetscCheck(points == 7 || points == 27 || points == STENCIL_IRREGULAR || points == STENCIL_MIXED, comm,
+             PETSC_ERR_ARG_OUTOFRANGE, "stencil of %" PetscInt_FMT " points: 7, 27, %d (irregular) or %d (mixed)",
+             points, STENCIL_IRREGULAR, STENCIL_MIXED);
+  PetscCheck(N64 * (points == 7 ? 7 : 27) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
   N = (PetscInt)N64;
   PetscCall(StencilOrderingCreate(n, morton, &order));

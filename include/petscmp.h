@@ -141,8 +141,10 @@ PETSC_EXTERN const char *const PetscMPFormats[];
                          and values (with MPI: of the diagonal block, the most of any process)
 -  value_builds        - value-only rebuilds: after a change of values with the same nonzero pattern, when every row
                          keeps its format, the layout and indices are kept and only the values are rewritten
-.  sorted_windows      - ellmp with -mat_ellmp_sort_window sigma > 1: windows of sigma rows whose rows are stored sorted
-                         by length (fewer padding entries in their slices)
+.  sorted_windows      - windows of rows stored sorted by length (fewer padding entries in their slices): ellmp with
+                         -mat_ellmp_sort_window sigma > 1 (windows of sigma rows); aijmp's automatic layout, where
+                         slices of rows in matrix order would pad a block by more than half its nonzeros and sorting
+                         within windows of 256 rows brings that under (else the block is read in CSR order)
 .  narrow_rows         - rows of sliced blocks in narrow slices: not shifted, columns within 2^16 of the slice's
                          smallest one, stored as that column and a 16-bit offset per entry (half the index bytes)
 .  patched_rows        - rows of sliced blocks in patched slices: shifted but for fewer than 2 entries per column of

@@ -664,6 +664,38 @@ template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr
   return static_cast<std::int64_t>(sorted.size());
 }
 
+// The entries block b stores when sliced, padding included: each slice of 8
+// block rows as wide as its longest row.
+template <typename Index> std::int64_t padded_entries(const CsrView<Index> &csr, const RowBlock &b)
+{
+  std::int64_t stored = 0;
+  for (std::int64_t k0 = 0; k0 < b.row_count(); k0 += kSliceRows) {
+    std::int64_t width = 0;
+    for (std::int64_t k = k0; k < std::min(b.row_count(), k0 + kSliceRows); ++k)
+      width = std::max(width, static_cast<std::int64_t>(csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]));
+    stored += width * kSliceRows;
+  }
+  return stored;
+}
+
+// Automatic layout, rows in matrix order: where block b's slices would pad it
+// by more than kMaxSlicePadding, its rows are sorted by length within windows
+// of kAutoSortWindow rows (SELL-C-sigma) if that brings the padding within the
+// limit; else it is left as it was (and read in CSR order). Returns the
+// windows sorted (0: none).
+template <typename Index> std::int64_t sort_rows_to_slice(const CsrView<Index> &csr, RowBlock &b)
+{
+  const double limit = kMaxSlicePadding * static_cast<double>(b.nnz);
+  if (static_cast<double>(padded_entries(csr, b)) <= limit) return 0;
+  std::vector<std::int32_t> rows          = b.rows;
+  std::vector<std::int64_t> value_offsets = b.value_offsets;
+  const std::int64_t sorted               = sort_block_rows(csr, b, kAutoSortWindow);
+  if (!sorted || static_cast<double>(padded_entries(csr, b)) <= limit) return sorted;
+  b.rows          = std::move(rows); // no better: the rows back in matrix order
+  b.value_offsets = std::move(value_offsets);
+  return 0;
+}
+
 // Whether one of the first `probe` full slices of block b is shifted.
 constexpr std::int64_t kProbeSlices = 64;
 template <typename Index> bool has_shifted_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t probe)
@@ -1908,7 +1940,10 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
     else if (may_slice) {
       const std::int64_t sorted = sort_window > 1 ? sort_block_rows(csr, b, sort_window) : 0;
       out.stats.sorted_windows += sorted;
-      if (!slices_first || sorted) shape_slices_of_block();
+      const std::int64_t auto_sorted =
+          layout == Layout::automatic && sort_window == 1 && !own_indices ? sort_rows_to_slice(csr, b) : 0;
+      out.stats.sorted_windows += auto_sorted;
+      if (!slices_first || sorted || auto_sorted) shape_slices_of_block();
       if (layout != Layout::sliced && !own_indices &&
           slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();

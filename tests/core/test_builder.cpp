@@ -212,6 +212,32 @@ template <typename Index> void check_nodes(const RowBlock &b, const TestCsr<Inde
   EXPECT_EQ(values, b.nnz);
 }
 
+// A grouped block lists its rows in ascending order, or, where they were sorted
+// by length (ellmp's sort_window, or the automatic layout's kAutoSortWindow),
+// each window of that many block rows holds the rows it held in ascending order,
+// either so or stably sorted by decreasing length.
+template <typename Index> void check_sorted_windows(const CompactCsr &A, const RowBlock &b, const TestCsr<Index> &m)
+{
+  std::vector<std::int32_t> in_order(b.rows);
+  std::sort(in_order.begin(), in_order.end());
+  if (in_order == b.rows) return;
+  EXPECT_GT(A.stats.sorted_windows, 0) << "rows out of order, but no window sorted";
+  EXPECT_TRUE(b.sliced()) << "rows are sorted for slices only";
+  const std::size_t window = static_cast<std::size_t>(A.sort_window > 1 ? A.sort_window : kAutoSortWindow);
+  for (std::size_t w = 0; w < in_order.size(); w += window) {
+    const auto first = in_order.begin() + static_cast<std::ptrdiff_t>(w);
+    const auto last  = in_order.begin() + static_cast<std::ptrdiff_t>(std::min(in_order.size(), w + window));
+    std::vector<std::int32_t> by_length(first, last);
+    std::stable_sort(by_length.begin(), by_length.end(), [&](std::int32_t i, std::int32_t j) {
+      return m.row_len(static_cast<Index>(i)) > m.row_len(static_cast<Index>(j));
+    });
+    const std::vector<std::int32_t> held(b.rows.begin() + (first - in_order.begin()),
+                                         b.rows.begin() + (last - in_order.begin()));
+    EXPECT_TRUE(held == std::vector<std::int32_t>(first, last) || held == by_length)
+        << "window at block row " << w << " holds other rows, or in another order";
+  }
+}
+
 template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<Index> &m)
 {
   Readback out;
@@ -233,8 +259,8 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
     } else if (!b.sliced() && !b.node_layout()) {
       EXPECT_EQ(static_cast<std::size_t>(b.values.size()), static_cast<std::size_t>(b.nnz) * format_bytes(b.format));
     }
+    const bool sorted_run = b.grouped() && A.all_rows_covered; // a run block whose rows were sorted by length
     if (b.grouped()) {
-      EXPECT_FALSE(A.all_rows_covered);
       if (!b.sliced() && !b.node_layout()) {
         EXPECT_EQ(b.value_offsets.size(), b.rows.size() + 1);
         EXPECT_EQ(b.value_offsets.front(), 0);
@@ -243,13 +269,20 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
           EXPECT_EQ(b.value_offsets[k + 1] - b.value_offsets[k], m.row_len(static_cast<Index>(b.rows[k])));
       }
       EXPECT_EQ(b.row_count(), static_cast<std::int64_t>(b.rows.size()));
-      for (std::size_t k = 0; k < b.rows.size(); ++k) {
+      check_sorted_windows(A, b, m);
+      std::vector<std::int32_t> in_order(b.rows);
+      std::sort(in_order.begin(), in_order.end());
+      for (std::size_t k = 0; k < in_order.size(); ++k) {
         if (k) {
-          EXPECT_LT(b.rows[k - 1], b.rows[k]);
+          EXPECT_LT(in_order[k - 1], in_order[k]);
         }
-        EXPECT_GT(m.row_len(static_cast<Index>(b.rows[k])), 0) << "grouped blocks list nonempty rows only";
+        if (sorted_run) // it lists every row of its range, empty ones too
+          EXPECT_EQ(in_order[k], b.row_begin + static_cast<std::int64_t>(k));
+        else
+          EXPECT_GT(m.row_len(static_cast<Index>(in_order[k])), 0) << "grouped blocks list nonempty rows only";
       }
-    } else {
+    }
+    if (!b.grouped() || sorted_run) {
       EXPECT_TRUE(A.all_rows_covered);
       EXPECT_EQ(b.row_begin, next_run_row) << "runs must tile the rows in order";
       EXPECT_LT(b.row_begin, b.row_end);

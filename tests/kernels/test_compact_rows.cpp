@@ -219,12 +219,13 @@ TEST(CompactRowsMaster, CsrLayoutIsNotSelfContained)
   EXPECT_FALSE(self_contained(build_compact_csr(a.view(), opts)));
   opts.own_indices = true;
   EXPECT_THROW(build_compact_csr(a.view(), opts), StorageError);
-  // automatic with own indices slices blocks whatever their padding (rows of 0 to 40 entries)
-  opts.layout       = Layout::automatic;
-  const auto uneven = random_matrix<std::int32_t>(1000, 1000, Shape::runs, 4u, RowRecipe{4096, 0, 40});
-  EXPECT_TRUE(self_contained(build_compact_csr(uneven.view(), opts)));
-  opts.own_indices = false;
-  EXPECT_FALSE(self_contained(build_compact_csr(uneven.view(), opts)));
+  // automatic with own indices slices blocks whatever their padding (rows of 0 to 40 entries), in matrix order;
+  // without, it sorts their rows within windows (SortWindow.AutomaticLayoutSortsWherePaddingAsks)
+  opts.layout          = Layout::automatic;
+  const auto uneven    = random_matrix<std::int32_t>(1000, 1000, Shape::runs, 4u, RowRecipe{4096, 0, 40});
+  const CompactCsr own = build_compact_csr(uneven.view(), opts);
+  EXPECT_TRUE(self_contained(own));
+  EXPECT_EQ(own.stats.sorted_windows, 0);
 }
 
 std::vector<Case> all_cases()
@@ -297,7 +298,7 @@ CompactCsr sigma_copy(const Matrix<std::int32_t> &a, int sigma, StorageMode mode
 } // namespace
 
 // The sorted copy is the same matrix: read back bit for bit, products bit for bit (each row summed alone), the
-// transposed product within rounding of the unsorted one's (it adds the rows in the sorted order); less padding.
+// serial transposed product too (it adds the rows in ascending order, each window put back in order); less padding.
 TEST(SortWindow, SameMatrixLessPadding)
 {
   for (const SigmaCase &c : sigma_matrices())
@@ -346,16 +347,88 @@ TEST(SortWindow, SameMatrixLessPadding)
             ASSERT_TRUE(same(y1[i], y2[i])) << "reference, row " << i;
         }
       const std::vector<double> xt = random_vector(static_cast<std::size_t>(c.a.nrows), 10u);
-      std::vector<double> t1(c.a.ncols), t2(c.a.ncols), scale(c.a.ncols, 0.0);
+      std::vector<double> t1(c.a.ncols), t2(c.a.ncols);
       reference::spmv_transpose(plain, CsrPattern<std::int32_t>{}, xt.data(), nullptr, t1.data());
       reference::spmv_transpose(sorted, CsrPattern<std::int32_t>{}, xt.data(), nullptr, t2.data());
-      for (std::int32_t i = 0; i < c.a.nrows; ++i) // |A|^T |x|: the scale of each sum
-        for (std::int32_t e = c.a.rowptr[i]; e < c.a.rowptr[i + 1]; ++e)
-          scale[c.a.cols[e]] += std::fabs(c.a.vals[e] * xt[i]);
-      const double n = 600.0; // longest column sum: rounding of at most n additions
       for (std::int32_t j = 0; j < c.a.ncols; ++j)
-        ASSERT_LE(std::fabs(t1[j] - t2[j]), 2.0 * n * 0x1p-53 * scale[j]) << "transposed entry " << j;
+        ASSERT_TRUE(same(t1[j], t2[j])) << "transposed entry " << j;
     }
+}
+
+namespace {
+// Products y = A x + z and y = A^T x + z of copies a and b of matrix m, bit for bit: the reference's and the
+// OpenMP backend's (1 and 2 threads; the transpose serially, as threads add their parts in another order).
+void expect_same_products(const CompactCsr &a, const CompactCsr &b, const Matrix<std::int32_t> &m)
+{
+  const CsrPattern<std::int32_t> p = m.pattern();
+  const std::vector<double> x      = random_vector(static_cast<std::size_t>(m.ncols), 8u);
+  const std::vector<double> z      = random_vector(static_cast<std::size_t>(m.nrows), 9u);
+  std::vector<double> y1(m.nrows), y2(m.nrows);
+  reference::spmv(a, p, x.data(), z.data(), y1.data());
+  for (int threads : {0, 1, 2}) {
+    if (threads == 0)
+      reference::spmv(b, p, x.data(), z.data(), y2.data());
+    else
+      openmp::spmv(b, p, x.data(), z.data(), y2.data(), threads);
+    for (std::int32_t i = 0; i < m.nrows; ++i)
+      ASSERT_TRUE(same(y1[i], y2[i])) << "row " << i << ", " << threads << " threads (0: reference)";
+  }
+  const std::vector<double> xt = random_vector(static_cast<std::size_t>(m.nrows), 10u);
+  const std::vector<double> zt = random_vector(static_cast<std::size_t>(m.ncols), 11u);
+  std::vector<double> t1(m.ncols), t2(m.ncols);
+  reference::spmv_transpose(a, p, xt.data(), zt.data(), t1.data());
+  openmp::spmv_transpose(b, p, xt.data(), zt.data(), t2.data(), 1);
+  for (std::int32_t j = 0; j < m.ncols; ++j)
+    ASSERT_TRUE(same(t1[j], t2[j])) << "transposed entry " << j;
+}
+
+// Rows of 2 entries but one in every 256 of 600: sorting a window still leaves that row's slice padded 300-fold.
+Matrix<std::int32_t> spiky_matrix(std::int32_t n)
+{
+  Matrix<std::int32_t> m;
+  m.nrows = m.ncols = n;
+  std::mt19937_64 rng(5u);
+  for (std::int32_t i = 0; i < n; ++i) {
+    const std::int32_t len = i % 256 == 17 ? 600 : 2;
+    for (std::int32_t e = 0; e < len; ++e) {
+      m.cols.push_back(static_cast<std::int32_t>((static_cast<std::int64_t>(i) + e * (n / len)) % n));
+      m.vals.push_back(class_value(1, rng));
+    }
+    std::sort(m.cols.end() - len, m.cols.end());
+    m.rowptr.push_back(static_cast<std::int32_t>(m.cols.size()));
+  }
+  return m;
+}
+} // namespace
+
+// aijmp's automatic layout (a master holds the column indices, rows in matrix order asked for): where slices of the
+// rows in matrix order would pad a block by more than kMaxSlicePadding, the rows are sorted by length within windows of
+// kAutoSortWindow rows if that brings the padding under the limit, else the block is read in CSR order. Either way
+// the products are those of the CSR-order copy, bit for bit.
+TEST(SortWindow, AutomaticLayoutSortsWherePaddingAsks)
+{
+  StorageOptions opts; // lossless, automatic layout, sort_window 1, no own indices
+  StorageOptions csr = opts;
+  csr.layout         = Layout::csr;
+  { // rows of 0 to 40 entries: sorted
+    const auto uneven       = random_matrix<std::int32_t>(2000, 2000, Shape::runs, 4u, RowRecipe{4096, 0, 40});
+    const CompactCsr sorted = build_compact_csr(uneven.view(), opts);
+    EXPECT_GT(sorted.stats.sorted_windows, 0);
+    EXPECT_EQ(sorted.stats.sliced_rows, uneven.nrows);
+    EXPECT_LE(static_cast<double>(sorted.stats.stored), kMaxSlicePadding * static_cast<double>(uneven.cols.size()));
+    expect_same_products(build_compact_csr(uneven.view(), csr), sorted, uneven);
+  }
+  { // the same rows in windows that sorting cannot save: CSR order, rows in matrix order
+    const auto spiky      = spiky_matrix(2048);
+    const CompactCsr copy = build_compact_csr(spiky.view(), opts);
+    EXPECT_EQ(copy.stats.sorted_windows, 0);
+    EXPECT_EQ(copy.stats.sliced_rows, 0);
+    EXPECT_TRUE(copy.rows_in_order());
+    EXPECT_FALSE(self_contained(copy));
+    for (const RowBlock &b : copy.blocks)
+      EXPECT_FALSE(b.grouped());
+    expect_same_products(build_compact_csr(spiky.view(), csr), copy, spiky);
+  }
 }
 
 // Stencil rows stay in order: windows with shifted slices (one column per 8 values, no gathers) are not sorted.

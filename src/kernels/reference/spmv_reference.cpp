@@ -114,26 +114,67 @@ void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> p, const std::uint8_
     }
 }
 
-// Visits the rows of all blocks in ascending row order (grouped blocks list
-// their rows in ascending order; a merge over at most kFormatCount blocks), so
-// y[col] accumulates in SeqAIJ's order and the transpose matches it bitwise.
+// The block rows of one block in ascending row order. Rows sorted by length
+// (sort_window, or the automatic layout's windows) are permuted within windows
+// of `window` block rows only: each window is put back in order when reached
+// (window 0: the block's rows are in order).
+class AscendingRows {
+public:
+  AscendingRows(const RowBlock &block, std::int64_t window) : block_(block), window_(window) {}
+  bool done() const { return next_ >= block_.row_count(); }
+  std::int64_t row() { return block_.row(k()); }
+  std::int64_t take()
+  {
+    const std::int64_t k = this->k();
+    ++next_;
+    return k;
+  }
+
+private:
+  std::int64_t k()
+  {
+    if (window_ == 0 || !block_.grouped()) return next_; // (a run's rows are in order)
+    if (next_ >= loaded_end_) load(next_);
+    return order_[static_cast<std::size_t>(next_ - loaded_begin_)];
+  }
+  void load(std::int64_t first)
+  {
+    loaded_begin_ = first;
+    loaded_end_   = std::min(block_.row_count(), first + window_);
+    order_.resize(static_cast<std::size_t>(loaded_end_ - first));
+    for (std::int64_t k = first; k < loaded_end_; ++k)
+      order_[static_cast<std::size_t>(k - first)] = k;
+    std::sort(order_.begin(), order_.end(),
+              [&](std::int64_t a, std::int64_t b) { return block_.row(a) < block_.row(b); });
+  }
+  const RowBlock &block_;
+  std::int64_t window_, next_ = 0, loaded_begin_ = 0, loaded_end_ = 0;
+  std::vector<std::int64_t> order_;
+};
+
+// Visits the rows of all blocks in ascending row order (a merge over at most
+// kFormatCount blocks, each visited in ascending order), so y[col] accumulates
+// in SeqAIJ's order and the transpose matches it bitwise.
 template <typename Fn> void for_each_row_in_order(const CompactCsr &A, Fn &&fn)
 {
-  std::vector<std::int64_t> next(A.blocks.size(), 0);
+  const std::int64_t window = A.stats.sorted_windows == 0 ? 0 : A.sort_window > 1 ? A.sort_window : kAutoSortWindow;
+  std::vector<AscendingRows> cursors;
+  cursors.reserve(A.blocks.size());
+  for (const RowBlock &block : A.blocks)
+    cursors.emplace_back(block, window);
   for (;;) {
     std::size_t best      = A.blocks.size();
     std::int64_t best_row = 0;
     for (std::size_t b = 0; b < A.blocks.size(); ++b) {
-      const RowBlock &block = A.blocks[b];
-      if (next[b] >= block.row_count()) continue;
-      const std::int64_t row = block.row(next[b]);
+      if (cursors[b].done()) continue;
+      const std::int64_t row = cursors[b].row();
       if (best == A.blocks.size() || row < best_row) {
         best     = b;
         best_row = row;
       }
     }
     if (best == A.blocks.size()) return;
-    fn(A.blocks[best], next[best]++, best_row);
+    fn(A.blocks[best], cursors[best].take(), best_row);
   }
 }
 

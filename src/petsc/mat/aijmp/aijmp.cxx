@@ -393,6 +393,12 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
       layout_name(s.opts.layout), PetscMin(info.sliced_rows, rows), rows, PetscMin(info.shifted_rows, rows),
       PetscMin(info.patched_rows, rows), PetscMin(info.narrow_rows, rows), info.stored,
       info.stored > 0 ? 100.0 * (double)(info.stored - nnz) / (double)info.stored : 0.0));
+  if (is_aijmp(family) && info.sorted_windows > 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  rows sorted by length in %" PetscInt64_FMT
+                                     " windows of %d rows: in matrix order their slices padded more than %.0f%% "
+                                     "(products write y through a row list)\n",
+                                     info.sorted_windows, kAutoSortWindow, 100.0 * (kMaxSlicePadding - 1.0)));
   if (format_group > 1 && s.opts.mode != StorageMode::rowsplit && s.opts.mode != StorageMode::entrysplit)
     PetscCall(
         PetscViewerASCIIPrintf(viewer,

@@ -212,6 +212,15 @@ inline constexpr int kSliceRows = 8;
 // in cache, the sliced one at 1.13-1.26x; from memory (150^3, slices padded by
 // 5%) 0.74-0.89x against 1.10-1.28x (Zen 4, 2026-11-28).
 inline constexpr double kMaxSlicePadding = 1.5;
+// Automatic layout (aijmp): a block padded by more than kMaxSlicePadding in
+// matrix order is sliced with its rows sorted by length within windows of this
+// many rows (SELL-C-sigma) where that brings the padding within the limit,
+// rather than read in CSR order. On a 7-point operator with one row in 8 of 27
+// entries (Morton order; the CSR-order kernel 0.57-0.66x AIJ's speed in cache,
+// 0.72-0.80x from memory) windows of 256 gave 1.17-1.33x in cache and
+// 1.24-1.40x from memory, 64: 1.13-1.31x and 1.20-1.34x, 32: 0.96-1.11x
+// (Zen 4, 2026-11-28).
+inline constexpr int kAutoSortWindow = 256;
 
 // Node layout: at most this many rows per node (one AVX-512 register of fp64
 // sums), and the mean node size from which `automatic` prefers nodes. (1.5, not
@@ -438,7 +447,7 @@ struct StorageStats {
   std::int64_t node_rows                       = 0; // rows of node blocks
   std::int64_t nodes                           = 0; // nodes of node blocks
   std::int64_t wide_nodes                      = 0; // nodes whose columns span more than 16-bit offsets
-  std::int64_t sorted_windows                  = 0; // windows of sort_window rows sorted by length
+  std::int64_t sorted_windows                  = 0; // windows sorted by length (sort_window or kAutoSortWindow)
   std::int64_t nodes_of_size[kMaxNodeRows + 1] = {};
   std::int64_t value_bytes                     = 0; // bytes of stored values
   std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
