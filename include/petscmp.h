@@ -53,8 +53,9 @@ PETSC_EXTERN const char *const MatAIJMPStorages[];
    MatAIJMPLayout - how the compact copy of a `MATAIJMP` matrix lays out its rows (the values are the same in all)
 
 $  MAT_AIJMP_LAYOUT_AUTO   - nodes where consecutive rows share their columns (1.5 rows a node or more on average), else
-$                            sliced where padding adds at most 25% of a block's nonzeros and columns fit 32 bits,
-$                            else CSR (default)
+$                            sliced where padding adds at most 50% of a block's nonzeros (where rows in matrix
+$                            order would pad more, sorted by length within windows of 256 rows first, if that
+$                            pads less) and columns fit 32 bits, else CSR (default)
 $  MAT_AIJMP_LAYOUT_CSR    - values in the row order of the AIJ master, whose column indices products read
 $  MAT_AIJMP_LAYOUT_SLICED - slices of 8 rows stored column by column (SELL-8) with their own 32-bit columns,
                              read 8 rows per SIMD instruction; rows padded to the longest row of their slice
