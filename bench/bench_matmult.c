@@ -758,46 +758,33 @@ int main(int argc, char **argv)
       "  block's row pointers are not counted.\n",
       reps));
 
-  if (n7 > 0) {
-    char title[64];
-    PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
-    t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n7, 7, morton, 27.0, seed, &A));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 7-point Laplacian in %.1f s\n", MPI_Wtime() - t));
-    PetscCall(
-        PetscSNPrintf(title, sizeof(title), "7-point Laplacian %" PetscInt_FMT "^3%s", n7, morton ? " Morton" : ""));
-    if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
-    if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
-    if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
-    PetscCall(MatDestroy(&A));
-  }
-  if (n27 > 0) {
-    char title[64];
-    PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
-    t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n27, 27, morton, 27.0, seed, &A));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the 27-point random operator in %.1f s\n", MPI_Wtime() - t));
-    PetscCall(
-        PetscSNPrintf(title, sizeof(title), "27-point random %" PetscInt_FMT "^3%s", n27, morton ? " Morton" : ""));
-    if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
-    if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
-    if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
-    PetscCall(MatDestroy(&A));
-  }
-  for (int kind = 0; kind < 2; kind++) { /* the unstructured-like operators */
-    const PetscInt n = kind == 0 ? nirregular : nmixed, points = kind == 0 ? STENCIL_IRREGULAR : STENCIL_MIXED;
-    const char *name = kind == 0 ? "irregular (7-19 per row)" : "mixed (7 or 27 per row)";
-    char title[96];
-    if (n <= 0) continue;
-    PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
-    t = MPI_Wtime();
-    PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, n, points, PETSC_TRUE, 27.0, seed, &A));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the %s operator in %.1f s\n", name, MPI_Wtime() - t));
-    PetscCall(PetscSNPrintf(title, sizeof(title), "%s random %" PetscInt_FMT "^3 Morton", name, n));
-    if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
-    if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
-    if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
-    PetscCall(MatDestroy(&A));
+  { /* the stencil operators (StencilRow), one after another */
+    const struct {
+      PetscInt n, points;
+      PetscBool morton;
+      const char *name, *what;
+    } stencils[] = {
+        {n7, 7, morton, "7-point Laplacian", "7-point Laplacian"},
+        {n27, 27, morton, "27-point random", "27-point random operator"},
+        {nirregular, STENCIL_IRREGULAR, PETSC_TRUE, "irregular (7-19 per row) random",
+         "irregular (7-19 per row) operator"},
+        {nmixed, STENCIL_MIXED, PETSC_TRUE, "mixed (7 or 27 per row) random", "mixed (7 or 27 per row) operator"},
+    };
+    for (size_t k = 0; k < sizeof stencils / sizeof stencils[0]; k++) {
+      char title[96];
+      if (stencils[k].n <= 0) continue;
+      PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+      t = MPI_Wtime();
+      PetscCall(BuildStencil(PETSC_COMM_WORLD, MATAIJ, stencils[k].n, stencils[k].points, stencils[k].morton, 27.0,
+                             seed, &A));
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "\nassembled the %s in %.1f s\n", stencils[k].what, MPI_Wtime() - t));
+      PetscCall(PetscSNPrintf(title, sizeof(title), "%s %" PetscInt_FMT "^3%s", stencils[k].name, stencils[k].n,
+                              stencils[k].morton ? " Morton" : ""));
+      if (table) PetscCall(BenchMatrix(title, A, reps, use_sell, tol, triad_gbs));
+      if (ellmp) PetscCall(BenchEllmp(title, A, reps, triad_gbs));
+      if (split) PetscCall(BenchSplit(title, A, reps, triad_gbs));
+      PetscCall(MatDestroy(&A));
+    }
   }
   if (nfem > 0) {
     char title[96];

@@ -641,6 +641,23 @@ std::int64_t slice_patch_count(const CsrView<Index> &csr, const RowBlock &b, std
   return patches;
 }
 
+// The entries n rows (row_of(k): the k-th) store in slices of 8, padding
+// included: each slice as wide as its longest row.
+template <typename Index, typename RowOf>
+std::int64_t sliced_entries(const CsrView<Index> &csr, std::int64_t n, RowOf &&row_of)
+{
+  std::int64_t stored = 0;
+  for (std::int64_t k0 = 0; k0 < n; k0 += kSliceRows) {
+    std::int64_t width = 0;
+    for (std::int64_t k = k0; k < std::min(n, k0 + kSliceRows); ++k) {
+      const std::int64_t row = row_of(k);
+      width                  = std::max(width, static_cast<std::int64_t>(csr.rowptr[row + 1] - csr.rowptr[row]));
+    }
+    stored += width * kSliceRows;
+  }
+  return stored;
+}
+
 // Sorts the rows of block b by decreasing length within windows of `window`
 // block rows (sigma), where a window then stores fewer padding entries and
 // holds no shifted slice; a sorted run block becomes a block listing its rows
@@ -649,15 +666,9 @@ template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr
 {
   const std::int64_t nrows = b.row_count();
   auto length = [&](std::int64_t row) { return static_cast<std::int64_t>(csr.rowptr[row + 1] - csr.rowptr[row]); };
-  auto padded = [&](const std::vector<std::int64_t> &rows) { // stored entries of these rows in slices of 8
-    std::int64_t stored = 0;
-    for (std::size_t k = 0; k < rows.size(); k += kSliceRows) {
-      std::int64_t width = 0;
-      for (std::size_t r = k; r < std::min(rows.size(), k + kSliceRows); ++r)
-        width = std::max(width, length(rows[r]));
-      stored += width * kSliceRows;
-    }
-    return stored;
+  auto padded = [&](const std::vector<std::int64_t> &rows) {
+    return sliced_entries(csr, static_cast<std::int64_t>(rows.size()),
+                          [&](std::int64_t k) { return rows[static_cast<std::size_t>(k)]; });
   };
   std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> sorted; // (first block row, rows)
   std::vector<std::int64_t> rows;
@@ -689,18 +700,10 @@ template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr
   return static_cast<std::int64_t>(sorted.size());
 }
 
-// The entries block b stores when sliced, padding included: each slice of 8
-// block rows as wide as its longest row.
+// The entries block b stores when sliced, padding included.
 template <typename Index> std::int64_t padded_entries(const CsrView<Index> &csr, const RowBlock &b)
 {
-  std::int64_t stored = 0;
-  for (std::int64_t k0 = 0; k0 < b.row_count(); k0 += kSliceRows) {
-    std::int64_t width = 0;
-    for (std::int64_t k = k0; k < std::min(b.row_count(), k0 + kSliceRows); ++k)
-      width = std::max(width, static_cast<std::int64_t>(csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]));
-    stored += width * kSliceRows;
-  }
-  return stored;
+  return sliced_entries(csr, b.row_count(), [&](std::int64_t k) { return b.row(k); });
 }
 
 // Automatic layout, rows in matrix order: where block b's slices would pad it

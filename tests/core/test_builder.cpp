@@ -216,10 +216,11 @@ template <typename Index> void check_nodes(const RowBlock &b, const TestCsr<Inde
 // by length (ellmp's sort_window, or the automatic layout's kAutoSortWindow),
 // each window of that many block rows holds the rows it held in ascending order,
 // either so or stably sorted by decreasing length.
-template <typename Index> void check_sorted_windows(const CompactCsr &A, const RowBlock &b, const TestCsr<Index> &m)
+// (in_order: b's rows in ascending order)
+template <typename Index>
+void check_sorted_windows(const CompactCsr &A, const RowBlock &b, const std::vector<std::int32_t> &in_order,
+                          const TestCsr<Index> &m)
 {
-  std::vector<std::int32_t> in_order(b.rows);
-  std::sort(in_order.begin(), in_order.end());
   if (in_order == b.rows) return;
   EXPECT_GT(A.stats.sorted_windows, 0) << "rows out of order, but no window sorted";
   EXPECT_TRUE(b.sliced()) << "rows are sorted for slices only";
@@ -269,9 +270,9 @@ template <typename Index> Readback read_back(const CompactCsr &A, const TestCsr<
           EXPECT_EQ(b.value_offsets[k + 1] - b.value_offsets[k], m.row_len(static_cast<Index>(b.rows[k])));
       }
       EXPECT_EQ(b.row_count(), static_cast<std::int64_t>(b.rows.size()));
-      check_sorted_windows(A, b, m);
       std::vector<std::int32_t> in_order(b.rows);
       std::sort(in_order.begin(), in_order.end());
+      check_sorted_windows(A, b, in_order, m);
       for (std::size_t k = 0; k < in_order.size(); ++k) {
         if (k) {
           EXPECT_LT(in_order[k - 1], in_order[k]);
