@@ -11,6 +11,9 @@ static char help[] =
     "  -mixed <int>       a 7-point operator in Morton order where one grid point in 8 (by a hash) couples to its\n"
     "                     whole 3x3x3 cube: rows of 7 and 27 entries mixed, as at constrained nodes; values as\n"
     "                     -n27's (default 0: skipped; 205 gives 1.01 GB of AIJ)\n"
+    "  -bordered <int>    the 7-point pattern in Morton order, values as -n27's, bordered by a last row and column\n"
+    "                     coupling every unknown, as a constraint does: one row of n^3 entries among rows of 8\n"
+    "                     (default 0: skipped; 220 gives 1.19 GB of AIJ)\n"
     "  -f <file>          also a matrix from a PETSc binary file (MatLoad)\n"
     "  -reps <int>        timed products per variant and mode (default 7)\n"
     "  -sell <bool>       include PETSc SELL (default true)\n"
@@ -656,8 +659,8 @@ static PetscErrorCode BenchEllmp(const char *title, Mat A, PetscInt reps, double
 
 int main(int argc, char **argv)
 {
-  PetscInt n7 = 260, n27 = 167, nfem = 77, nirregular = 0, nmixed = 0, reps = 7, stream_mib = 512, stream_reps = 5,
-           seed      = 4242;
+  PetscInt n7 = 260, n27 = 167, nfem = 77, nirregular = 0, nmixed = 0, nbordered = 0, reps = 7, stream_mib = 512,
+           stream_reps = 5, seed = 4242;
   PetscReal tol      = 1e-3;
   PetscBool use_sell = PETSC_TRUE, has_file, ellmp = PETSC_FALSE, table = PETSC_TRUE, morton = PETSC_FALSE,
             split = PETSC_FALSE;
@@ -677,6 +680,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-fem", &nfem, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-irregular", &nirregular, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-mixed", &nmixed, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-bordered", &nbordered, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reps", &reps, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_mib", &stream_mib, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-stream_reps", &stream_reps, NULL));
@@ -769,6 +773,7 @@ int main(int argc, char **argv)
         {nirregular, STENCIL_IRREGULAR, PETSC_TRUE, "irregular (7-19 per row) random",
          "irregular (7-19 per row) operator"},
         {nmixed, STENCIL_MIXED, PETSC_TRUE, "mixed (7 or 27 per row) random", "mixed (7 or 27 per row) operator"},
+        {nbordered, STENCIL_BORDERED, PETSC_TRUE, "bordered 7-point random", "bordered 7-point operator"},
     };
     for (size_t k = 0; k < sizeof stencils / sizeof stencils[0]; k++) {
       char title[96];

@@ -82,6 +82,10 @@ static inline PetscErrorCode StencilOrderingDestroy(StencilOrdering *o)
    7 and 27 entries mixed, so that most slices of 8 rows hold a long row among short ones. */
 #define STENCIL_IRREGULAR 19
 #define STENCIL_MIXED 20
+/* STENCIL_BORDERED: the 7-point pattern with random values, bordered by a last row and a last column that couple
+   every unknown, as a constraint does (a mean-zero pressure's Lagrange multiplier, an arc-length continuation): a
+   last row of n^3 entries among rows of at most 8. */
+#define STENCIL_BORDERED 21
 
 /* Whether the mixed stencil's row of grid point p holds the whole cube. */
 static inline PetscBool StencilWholeCube(PetscInt p)
@@ -96,8 +100,8 @@ static inline PetscBool StencilEdgeKept(PetscInt p, PetscInt q)
   return (((a * 2654435761LL + b * 40503LL) >> 7) & 1) ? PETSC_TRUE : PETSC_FALSE;
 }
 
-/* The columns of one stencil row (points: 7, 27, STENCIL_IRREGULAR or STENCIL_MIXED), ascending, and the position of
-   its diagonal entry. */
+/* The columns of one stencil row (points: 7, 27, STENCIL_IRREGULAR, STENCIL_MIXED or STENCIL_BORDERED, whose last row
+   BuildStencil fills), ascending, and the position of its diagonal entry. */
 static inline PetscErrorCode StencilRow(PetscInt n, PetscInt points, const StencilOrdering *o, PetscInt row,
                                         PetscInt cols[27], PetscInt *nc, PetscInt *diag)
 {
@@ -118,8 +122,29 @@ static inline PetscErrorCode StencilRow(PetscInt n, PetscInt points, const Stenc
         cols[(*nc)++] = o->row_of_point ? o->row_of_point[q] : q;
       }
   if (o->row_of_point) PetscCall(PetscSortInt(*nc, cols));
+  if (points == STENCIL_BORDERED && cols[*nc - 1] != n * n * n - 1) cols[(*nc)++] = n * n * n - 1;
   for (*diag = 0; cols[*diag] != row; (*diag)++) {
   }
+  PetscFunctionReturn(0);
+}
+
+/* Row `row` of A with an entry in each of its N columns, in one MatSetValues call (MAT_SORTED_FULL: a call gives a
+   whole row): values uniform in [-1, 1] from a hash of the column (the same for any number of ranks), diag + such a
+   value on the diagonal. */
+static inline PetscErrorCode SetDenseRow(Mat A, PetscInt row, PetscInt N, PetscReal diag)
+{
+  PetscInt *cols;
+  PetscScalar *v;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc2(N, &cols, N, &v));
+  for (PetscInt c = 0; c < N; c++) {
+    const uint64_t h = ((uint64_t)c + 1) * 0x9E3779B97F4A7C15ull;
+    cols[c]          = c;
+    v[c]             = (PetscScalar)((double)(h >> 11) * 0x1p-52 - 1.0) + (c == row ? diag : 0.0);
+  }
+  PetscCall(MatSetValues(A, 1, &row, N, cols, v, INSERT_VALUES));
+  PetscCall(PetscFree2(cols, v));
   PetscFunctionReturn(0);
 }
 
@@ -141,9 +166,11 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
 
   PetscFunctionBeginUser;
   PetscCheck(n >= 2, comm, PETSC_ERR_ARG_OUTOFRANGE, "grid size %" PetscInt_FMT " too small", n);
-  PetscCheck(points == 7 || points == 27 || points == STENCIL_IRREGULAR || points == STENCIL_MIXED, comm,
-             PETSC_ERR_ARG_OUTOFRANGE, "stencil of %" PetscInt_FMT " points: 7, 27, %d (irregular) or %d (mixed)",
-             points, STENCIL_IRREGULAR, STENCIL_MIXED);
+  PetscCheck(points == 7 || points == 27 || points == STENCIL_IRREGULAR || points == STENCIL_MIXED ||
+                 points == STENCIL_BORDERED,
+             comm, PETSC_ERR_ARG_OUTOFRANGE,
+             "stencil of %" PetscInt_FMT " points: 7, 27, %d (irregular), %d (mixed) or %d (bordered)", points,
+             STENCIL_IRREGULAR, STENCIL_MIXED, STENCIL_BORDERED);
   PetscCheck(N64 * (points == 7 ? 7 : 27) < PETSC_MAX_INT, comm, PETSC_ERR_ARG_OUTOFRANGE,
              "grid %" PetscInt_FMT "^3 needs 64-bit PetscInt", n);
   N = (PetscInt)N64;
@@ -157,6 +184,11 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
   /* exact preallocation */
   PetscCall(PetscMalloc2(m, &d_nnz, m, &o_nnz));
   for (PetscInt row = rstart; row < rend; row++) {
+    if (points == STENCIL_BORDERED && row == N - 1) { /* the dense last row */
+      d_nnz[row - rstart] = m;
+      o_nnz[row - rstart] = N - m;
+      continue;
+    }
     PetscCall(StencilRow(n, points, &order, row, cols, &nc, &diag));
     d_nnz[row - rstart] = o_nnz[row - rstart] = 0;
     for (PetscInt c = 0; c < nc; c++) {
@@ -184,6 +216,10 @@ static inline PetscErrorCode BuildStencil(MPI_Comm comm, MatType type, PetscInt 
     PetscCall(PetscRandomSeed(rnd));
   }
   for (PetscInt row = (random ? 0 : rstart); row < rend; row++) {
+    if (points == STENCIL_BORDERED && row == N - 1) {
+      if (row >= rstart) PetscCall(SetDenseRow(*A, row, N, diag27));
+      continue;
+    }
     PetscCall(StencilRow(n, points, &order, row, cols, &nc, &diag));
     if (random) {
       PetscCall(PetscRandomGetValuesReal(rnd, nc, v));

@@ -55,7 +55,8 @@ PETSC_EXTERN const char *const MatAIJMPStorages[];
 $  MAT_AIJMP_LAYOUT_AUTO   - nodes where consecutive rows share their columns (1.5 rows a node or more on average), else
 $                            sliced where padding adds at most 50% of a block's nonzeros (where rows in matrix
 $                            order would pad more, sorted by length within windows of 256 rows first, if that
-$                            pads less) and columns fit 32 bits, else CSR (default)
+$                            pads less, and else with the rows more than 4 times as long as the mean row set apart
+$                            in a block of their own) and columns fit 32 bits, else CSR (default)
 $  MAT_AIJMP_LAYOUT_CSR    - values in the row order of the AIJ master, whose column indices products read
 $  MAT_AIJMP_LAYOUT_SLICED - slices of 8 rows stored column by column (SELL-8) with their own 32-bit columns,
                              read 8 rows per SIMD instruction; rows padded to the longest row of their slice
@@ -151,6 +152,11 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  patched_rows        - rows of sliced blocks in patched slices: shifted but for fewer than 2 entries per column of
                          the slice (a stencil's slice holding a grid line's first or last point), stored as a shifted
                          slice's columns plus those few and read with masked plain loads, without gathers
+.  long_rows           - rows aijmp's automatic layout set apart in a block of their own (read in CSR order, or
+                         sliced among themselves) because they are more than 4 times as long as the mean row of their
+                         block, where sorting alone left the slices padded by more than half (a constraint's dense
+                         row, a hub of a graph); the other rows are then sliced. With MPI, rows of the diagonal and
+                         off-diagonal blocks are counted apart
 .  segments            - split storage: the segments each value is cut into (2 or 4; 0 for the other modes)
 .  read_level          - split storage: the segments products read, 1..segments (segments: the exact values)
 .  device_copies       - serial: copies made for products on vectors in device memory (SELL copies of 32-row slices of
@@ -184,6 +190,7 @@ typedef struct {
   PetscInt64 sorted_windows;
   PetscInt64 narrow_rows;
   PetscInt64 patched_rows;
+  PetscInt64 long_rows;
   PetscInt segments;
   PetscInt read_level;
   PetscInt64 device_copies;

@@ -706,22 +706,80 @@ template <typename Index> std::int64_t padded_entries(const CsrView<Index> &csr,
   return sliced_entries(csr, b.row_count(), [&](std::int64_t k) { return b.row(k); });
 }
 
+// Sets apart the rows of block b longer than kLongRowFactor times its mean
+// length: returns them in block order, and b then lists the others (no long
+// row: none, and b as it was).
+template <typename Index> std::vector<std::int32_t> take_long_rows(const CsrView<Index> &csr, RowBlock &b)
+{
+  std::vector<std::int32_t> long_rows, kept;
+  const std::int64_t nrows = b.row_count();
+  if (nrows == 0 || (!b.grouped() && b.row_end > std::numeric_limits<std::int32_t>::max()))
+    return long_rows; // (rows are listed in 32 bits)
+  const double longest  = kLongRowFactor * static_cast<double>(b.nnz) / static_cast<double>(nrows);
+  std::int64_t long_nnz = 0;
+  kept.reserve(static_cast<std::size_t>(nrows));
+  for (std::int64_t k = 0; k < nrows; ++k) {
+    const std::int64_t row = b.row(k), n = csr.rowptr[row + 1] - csr.rowptr[row];
+    (static_cast<double>(n) > longest ? long_rows : kept).push_back(static_cast<std::int32_t>(row));
+    long_nnz += static_cast<double>(n) > longest ? n : 0;
+  }
+  if (long_rows.empty()) return long_rows;
+  b.rows = std::move(kept); // (not empty: a row longer than 4 times the mean leaves shorter ones)
+  b.value_offsets.clear();  // (CSR order only: b is sliced, or put back as it was)
+  b.nnz -= long_nnz;
+  return long_rows;
+}
+
 // Automatic layout, rows in matrix order: where block b's slices would pad it
 // by more than kMaxSlicePadding, its rows are sorted by length within windows
 // of kAutoSortWindow rows (SELL-C-sigma) if that brings the padding within the
-// limit; else it is left as it was (and read in CSR order). Returns the
-// windows sorted (0: none).
-template <typename Index> std::int64_t sort_rows_to_slice(const CsrView<Index> &csr, RowBlock &b)
+// limit; else, with set_apart, its long rows (kLongRowFactor) are taken out
+// (long_rows, for a block of their own) and the others sliced, sorted where
+// that helps, if their padding is then within the limit; else b is left as it
+// was (and read in CSR order).
+struct SliceSorting {
+  std::int64_t windows = 0;            // windows sorted
+  std::vector<std::int32_t> long_rows; // rows taken out of the block, ascending
+};
+template <typename Index> SliceSorting sort_rows_to_slice(const CsrView<Index> &csr, RowBlock &b, bool set_apart)
 {
-  const double limit = kMaxSlicePadding * static_cast<double>(b.nnz);
-  if (static_cast<double>(padded_entries(csr, b)) <= limit) return 0;
-  std::vector<std::int32_t> rows          = b.rows;
-  std::vector<std::int64_t> value_offsets = b.value_offsets;
-  const std::int64_t sorted               = sort_block_rows(csr, b, kAutoSortWindow);
-  if (!sorted || static_cast<double>(padded_entries(csr, b)) <= limit) return sorted;
-  b.rows          = std::move(rows); // no better: the rows back in matrix order
-  b.value_offsets = std::move(value_offsets);
-  return 0;
+  SliceSorting out;
+  auto padded_within_limit = [&] {
+    return static_cast<double>(padded_entries(csr, b)) <= kMaxSlicePadding * static_cast<double>(b.nnz);
+  };
+  if (padded_within_limit()) return out;
+  const std::vector<std::int32_t> rows          = b.rows;
+  const std::vector<std::int64_t> value_offsets = b.value_offsets;
+  const std::int64_t nnz                        = b.nnz;
+  out.windows                                   = sort_block_rows(csr, b, kAutoSortWindow);
+  if (out.windows && padded_within_limit()) return out;
+  b.rows          = rows; // no better: the rows back in matrix order
+  b.value_offsets = value_offsets;
+  out.windows     = 0;
+  if (set_apart) out.long_rows = take_long_rows(csr, b);
+  if (out.long_rows.empty()) return out;
+  // (A sorted window of the rows left pads by less than 8 times their longest, 32 mean rows; windows holding a
+  // shifted slice are not sorted, which may still leave too much padding.)
+  if (!padded_within_limit()) out.windows = sort_block_rows(csr, b, kAutoSortWindow);
+  if (padded_within_limit()) return out;
+  b.rows          = rows;
+  b.value_offsets = value_offsets;
+  b.nnz           = nnz;
+  return SliceSorting();
+}
+
+// A block of the given rows (ascending) in format f, in CSR order for now.
+template <typename Index>
+RowBlock listed_rows_block(const CsrView<Index> &csr, Format f, std::vector<std::int32_t> rows)
+{
+  RowBlock block;
+  block.format = f;
+  block.rows   = std::move(rows);
+  block.value_offsets.assign(block.rows.size() + 1, 0);
+  for (std::size_t k = 0; k < block.rows.size(); ++k)
+    block.value_offsets[k + 1] = block.value_offsets[k] + csr.rowptr[block.rows[k] + 1] - csr.rowptr[block.rows[k]];
+  block.nnz = block.value_offsets.back();
+  return block;
 }
 
 // Whether one of the first `probe` full slices of block b is shifted.
@@ -1940,8 +1998,11 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
   if (own_indices && layout == Layout::csr)
     throw StorageError("petscmp: the CSR layout reads a master's column indices; a matrix without a master (ellmp) "
                        "needs the sliced, node or automatic layout");
-  for (RowBlock &b : out.blocks) {
-    FormatStats &fs      = out.stats.per_format[static_cast<int>(b.format)];
+  const std::size_t blocks = out.blocks.size(); // (blocks of long rows set apart follow them)
+  for (std::size_t i = 0; i < out.blocks.size(); ++i) {
+    RowBlock &b     = out.blocks[i];
+    FormatStats &fs = out.stats.per_format[static_cast<int>(b.format)];
+    SliceSorting sorting;
     const bool may_slice = layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0;
     SliceShape slices;
     auto shape_slices_of_block = [&] {
@@ -1968,10 +2029,11 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
     else if (may_slice) {
       const std::int64_t sorted = sort_window > 1 ? sort_block_rows(csr, b, sort_window) : 0;
       out.stats.sorted_windows += sorted;
-      const std::int64_t auto_sorted =
-          layout == Layout::automatic && sort_window == 1 && !own_indices ? sort_rows_to_slice(csr, b) : 0;
-      out.stats.sorted_windows += auto_sorted;
-      if (!slices_first || sorted || auto_sorted) shape_slices_of_block();
+      if (layout == Layout::automatic && sort_window == 1 && !own_indices)
+        sorting = sort_rows_to_slice(csr, b, i < blocks);
+      out.stats.sorted_windows += sorting.windows;
+      out.stats.long_rows += static_cast<std::int64_t>(sorting.long_rows.size());
+      if (!slices_first || sorted || sorting.windows || !sorting.long_rows.empty()) shape_slices_of_block();
       if (layout != Layout::sliced && !own_indices &&
           slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();
@@ -2000,6 +2062,8 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
                              : b.segments    ? b.stored_count() * static_cast<std::int64_t>(sizeof(double))
                                              : static_cast<std::int64_t>(b.values.size());
     out.stats.index_bytes += block_index_bytes<Index>(b);
+    if (!sorting.long_rows.empty()) // (b is not used after this)
+      out.blocks.push_back(listed_rows_block(csr, b.format, std::move(sorting.long_rows)));
   }
   return true;
 }
@@ -2677,6 +2741,7 @@ void append_rows(CompactCsr &whole, CompactCsr &&piece, std::int64_t first_row, 
   w.nodes += p.nodes;
   w.wide_nodes += p.wide_nodes;
   w.sorted_windows += p.sorted_windows;
+  w.long_rows += p.long_rows;
   for (int n = 0; n <= kMaxNodeRows; ++n)
     w.nodes_of_size[n] += p.nodes_of_size[n];
   w.value_bytes += p.value_bytes;

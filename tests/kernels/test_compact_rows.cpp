@@ -399,6 +399,24 @@ Matrix<std::int32_t> spiky_matrix(std::int32_t n)
   }
   return m;
 }
+
+// A bordered operator: rows of 3 entries (a 1D Laplacian's pattern) plus the last column, and a last row with an entry
+// in every column, as a constraint couples all unknowns (a mean-zero pressure, an arc-length continuation).
+Matrix<std::int32_t> bordered_matrix(std::int32_t n)
+{
+  Matrix<std::int32_t> m;
+  m.nrows = m.ncols = n;
+  std::mt19937_64 rng(6u);
+  for (std::int32_t i = 0; i < n; ++i) {
+    for (std::int32_t j = 0; j < n; ++j)
+      if (i == n - 1 || j == n - 1 || (j >= i - 1 && j <= i + 1)) {
+        m.cols.push_back(j);
+        m.vals.push_back(class_value(1, rng));
+      }
+    m.rowptr.push_back(static_cast<std::int32_t>(m.cols.size()));
+  }
+  return m;
+}
 } // namespace
 
 // aijmp's automatic layout (a master holds the column indices, rows in matrix order asked for): where slices of the
@@ -418,16 +436,49 @@ TEST(SortWindow, AutomaticLayoutSortsWherePaddingAsks)
     EXPECT_LE(static_cast<double>(sorted.stats.stored), kMaxSlicePadding * static_cast<double>(uneven.cols.size()));
     expect_same_products(build_compact_csr(uneven.view(), csr), sorted, uneven);
   }
-  { // the same rows in windows that sorting cannot save: CSR order, rows in matrix order
-    const auto spiky      = spiky_matrix(2048);
+  for (const std::int32_t n : {2048, 2051}) { // windows that sorting cannot save: their long rows are set apart
+    const auto spiky      = spiky_matrix(n);
     const CompactCsr copy = build_compact_csr(spiky.view(), opts);
-    EXPECT_EQ(copy.stats.sorted_windows, 0);
-    EXPECT_EQ(copy.stats.sliced_rows, 0);
+    EXPECT_EQ(copy.stats.sorted_windows, 0); // (the rows of 2 entries slice in matrix order)
+    EXPECT_EQ(copy.stats.long_rows, 8);
+    EXPECT_EQ(copy.stats.sliced_rows, spiky.nrows); // (the 8 long rows, of one length, in one slice)
     EXPECT_TRUE(copy.rows_in_order());
-    EXPECT_FALSE(self_contained(copy));
-    for (const RowBlock &b : copy.blocks)
-      EXPECT_FALSE(b.grouped());
+    EXPECT_TRUE(self_contained(copy)); // (both blocks sliced: no index of the master is read)
+    ASSERT_EQ(copy.blocks.size(), 2u);
+    for (const RowBlock &b : copy.blocks) {
+      EXPECT_TRUE(b.grouped() && b.sliced());
+      EXPECT_TRUE(std::is_sorted(b.rows.begin(), b.rows.end()));
+    }
+    EXPECT_EQ(copy.blocks[1].row_count(), 8);
+    EXPECT_EQ(copy.blocks[0].row_count() + copy.blocks[1].row_count(), spiky.nrows);
+    EXPECT_EQ(copy.blocks[0].nnz + copy.blocks[1].nnz, static_cast<std::int64_t>(spiky.cols.size()));
+    EXPECT_LE(static_cast<double>(copy.stats.stored), kMaxSlicePadding * static_cast<double>(spiky.cols.size()));
     expect_same_products(build_compact_csr(spiky.view(), csr), copy, spiky);
+  }
+  { // one dense row: set apart (alone in a slice it would pad 7-fold, so CSR order), the rest sliced
+    const auto bordered   = bordered_matrix(3000);
+    const CompactCsr copy = build_compact_csr(bordered.view(), opts);
+    EXPECT_EQ(copy.stats.long_rows, 1);
+    EXPECT_EQ(copy.stats.sliced_rows, bordered.nrows - 1);
+    ASSERT_EQ(copy.blocks.size(), 2u);
+    EXPECT_FALSE(copy.blocks[1].sliced());
+    EXPECT_FALSE(self_contained(copy)); // (the dense row in CSR order reads the master's columns)
+    EXPECT_EQ(copy.blocks[1].rows, std::vector<std::int32_t>{bordered.nrows - 1});
+    expect_same_products(build_compact_csr(bordered.view(), csr), copy, bordered);
+    for (StorageMode mode :
+         {StorageMode::fp32, StorageMode::fp16}) { // lossy: the same products as the CSR-order copy of that mode
+      StorageOptions lossy = opts, lossy_csr = csr;
+      lossy.mode = lossy_csr.mode = mode;
+      const CompactCsr apart      = build_compact_csr(bordered.view(), lossy);
+      EXPECT_EQ(apart.stats.long_rows, 1);
+      expect_same_products(build_compact_csr(bordered.view(), lossy_csr), apart, bordered);
+    }
+  }
+  { // with its own column indices (ellmp) a copy keeps its rows together: sliced, padded, no row set apart
+    StorageOptions own = opts;
+    own.own_indices    = true;
+    const auto spiky   = spiky_matrix(2048);
+    EXPECT_EQ(build_compact_csr(spiky.view(), own).stats.long_rows, 0);
   }
 }
 

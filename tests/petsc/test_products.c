@@ -341,6 +341,73 @@ static PetscErrorCode CheckBlockFormats(PetscInt M)
   PetscFunctionReturn(0);
 }
 
+/* A bordered matrix of N rows: a 1D Laplacian's pattern plus a last column and a last row with an entry in every
+   column (a constraint coupling all unknowns), fp64 values. aijmp's automatic layout sets the dense row apart (alone
+   in a slice it would pad 7-fold) and slices the others: products still bitwise AIJ's in lossless mode, within
+   fp32's bound in fp32, and MatAIJMPGetInfo counts the row set apart (with MPI, the piece in the diagonal block of
+   the last rank: the other blocks are short). */
+/* Row r of the bordered matrix: its columns and values. */
+static void BorderedRow(PetscInt N, PetscInt r, PetscInt *nc, PetscInt *cols, PetscScalar *v)
+{
+  *nc = 0;
+  if (r == N - 1)
+    for (PetscInt c = 0; c < N; c++) cols[(*nc)++] = c;
+  else {
+    for (PetscInt c = PetscMax(r - 1, 0); c <= r + 1; c++) cols[(*nc)++] = c;
+    if (r + 1 < N - 1) cols[(*nc)++] = N - 1;
+  }
+  for (PetscInt k = 0; k < *nc; k++) /* fp64 values (no shorter format holds them) */
+    v[k] = (cols[k] == r ? 8.0 : 0.0) + 1.0 / (1.0 + (PetscReal)((r * 7 + cols[k] * 13) % 101)) + 1e-9 * (PetscReal)r;
+}
+
+static PetscErrorCode CheckBorderedMatrix(PetscInt N)
+{
+  Mat          Aaij, Amp;
+  PetscInt     m = PETSC_DECIDE, rstart, nc, *d_nnz, *o_nnz, *cols;
+  PetscScalar *v;
+  MatAIJMPInfo info;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSplitOwnership(PETSC_COMM_WORLD, &m, &N));
+  PetscCallMPI(MPI_Scan(&m, &rstart, 1, MPIU_INT, MPI_SUM, PETSC_COMM_WORLD));
+  rstart -= m;
+  PetscCall(PetscMalloc4(m, &d_nnz, m, &o_nnz, N, &cols, N, &v));
+  for (PetscInt r = rstart; r < rstart + m; r++) {
+    BorderedRow(N, r, &nc, cols, v);
+    d_nnz[r - rstart] = o_nnz[r - rstart] = 0;
+    for (PetscInt k = 0; k < nc; k++) {
+      if (cols[k] >= rstart && cols[k] < rstart + m) d_nnz[r - rstart]++;
+      else o_nnz[r - rstart]++;
+    }
+  }
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &Aaij));
+  PetscCall(MatSetSizes(Aaij, m, m, N, N));
+  PetscCall(MatSetType(Aaij, MATAIJ));
+  PetscCall(MatSeqAIJSetPreallocation(Aaij, 0, d_nnz));
+  PetscCall(MatMPIAIJSetPreallocation(Aaij, 0, d_nnz, 0, o_nnz));
+  for (PetscInt r = rstart; r < rstart + m; r++) {
+    BorderedRow(N, r, &nc, cols, v);
+    PetscCall(MatSetValues(Aaij, 1, &r, nc, cols, v, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(Aaij, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(Aaij, MAT_FINAL_ASSEMBLY));
+  PetscCall(PetscFree4(d_nnz, o_nnz, cols, v));
+  PetscCall(MatConvert(Aaij, MATAIJMP, MAT_INITIAL_MATRIX, &Amp));
+  PetscCall(MatAIJMPSetKernel(Amp, MAT_AIJMP_KERNEL_COMPACT));
+
+  PetscCall(CheckProducts(Amp, Aaij, PETSC_TRUE, 0, "bordered lossless", NULL));
+  PetscCall(MatAIJMPGetInfo(Amp, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.long_rows == 1, "bordered lossless: %" PetscInt64_FMT " rows set apart, expected the dense one", info.long_rows);
+  TEST_CHECK(PETSC_COMM_WORLD, info.sliced_rows >= N - 1, "bordered lossless: %" PetscInt64_FMT " of %" PetscInt_FMT " rows sliced, expected all but the dense one", info.sliced_rows, N);
+  PetscCall(MatAIJMPSetStorage(Amp, MAT_AIJMP_FP32));
+  PetscCall(CheckProducts(Amp, Aaij, PETSC_FALSE, 0x1p-24, "bordered fp32", NULL));
+  PetscCall(MatAIJMPGetInfo(Amp, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.long_rows == 1, "bordered fp32: %" PetscInt64_FMT " rows set apart, expected the dense one", info.long_rows);
+  PetscCall(MatDestroy(&Amp));
+  PetscCall(MatDestroy(&Aaij));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   PetscMPIInt size;
@@ -448,6 +515,7 @@ int main(int argc, char **argv)
   }
 
   PetscCall(CheckBlockFormats(M));
+  PetscCall(CheckBorderedMatrix(10 * M + 3));
 
   int rc = TestFinish();
   PetscCall(PetscFinalize());

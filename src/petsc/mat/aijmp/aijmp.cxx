@@ -239,6 +239,7 @@ PetscErrorCode AIJMPAccumulateInfo(const CompactCsr &c, MatAIJMPInfo &info, Pets
   info.nodes += c.stats.nodes;
   info.wide_nodes += c.stats.wide_nodes;
   info.sorted_windows += c.stats.sorted_windows;
+  info.long_rows += c.stats.long_rows;
   for (int n = 0; n <= kMaxNodeRows; ++n)
     info.nodes_of_size[n] += c.stats.nodes_of_size[n];
   info.bytes += static_cast<double>(c.stats.index_bytes) + read_share * static_cast<double>(c.stats.value_bytes);
@@ -399,6 +400,11 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
                                      " windows of %d rows: in matrix order their slices padded more than %.0f%% "
                                      "(products write y through a row list)\n",
                                      info.sorted_windows, kAutoSortWindow, 100.0 * (kMaxSlicePadding - 1.0)));
+  if (is_aijmp(family) && info.long_rows > 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  long rows set apart in blocks of their own: %" PetscInt64_FMT
+                                     " (more than %.0f times their block's mean row), so that the others are sliced\n",
+                                     info.long_rows, kLongRowFactor));
   if (format_group > 1 && s.opts.mode != StorageMode::rowsplit && s.opts.mode != StorageMode::entrysplit)
     PetscCall(
         PetscViewerASCIIPrintf(viewer,

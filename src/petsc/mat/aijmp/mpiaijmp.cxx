@@ -198,6 +198,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
     }
     info->stored += part.stored;
     info->sorted_windows += part.sorted_windows;
+    info->long_rows += part.long_rows;
     for (int k = 0; k < 3; ++k)
       info->kernel_parts[k] += part.kernel_parts[k];
     info->kernel_by_bytes += part.kernel_by_bytes;
@@ -230,11 +231,12 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->rows, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->nnz, PETSCMP_NUM_FORMATS, MPIU_INT64, MPI_SUM, comm));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->max_rel_error, PETSCMP_NUM_FORMATS, MPIU_REAL, MPI_MAX, comm));
-  PetscInt64 counts[11] = {info->stored,          info->sliced_rows,     info->kernel_parts[0], info->kernel_parts[1],
+  PetscInt64 counts[12] = {info->stored,          info->sliced_rows,     info->kernel_parts[0], info->kernel_parts[1],
                            info->kernel_parts[2], info->kernel_by_bytes, info->shifted_rows,    info->kernel_deferred,
-                           info->narrow_rows,     info->patched_rows,    info->sorted_windows};
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 11, MPIU_INT64, MPI_SUM, comm));
+                           info->narrow_rows,     info->patched_rows,    info->sorted_windows,  info->long_rows};
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, counts, 12, MPIU_INT64, MPI_SUM, comm));
   info->sorted_windows = counts[10];
+  info->long_rows      = counts[11];
   info->narrow_rows    = counts[8];
   info->patched_rows   = counts[9];
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->kernel_trial_in, 1, MPIU_INT64, MPI_MAX, comm));

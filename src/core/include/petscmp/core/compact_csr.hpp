@@ -221,6 +221,13 @@ inline constexpr double kMaxSlicePadding = 1.5;
 // 1.24-1.40x from memory, 64: 1.13-1.31x and 1.20-1.34x, 32: 0.96-1.11x
 // (Zen 4, 2026-11-28).
 inline constexpr int kAutoSortWindow = 256;
+// Automatic layout (aijmp): where sorting within windows still leaves a block
+// padded by more than kMaxSlicePadding, its rows longer than kLongRowFactor
+// times the block's mean length (a constraint's dense row, a hub of a graph:
+// each pads its slice by 7 times its length in any order) are set apart in a
+// block of their own, and the others sliced, if that brings their padding
+// within the limit; else the block is read in CSR order as before.
+inline constexpr double kLongRowFactor = 4.0;
 
 // Node layout: at most this many rows per node (one AVX-512 register of fp64
 // sums), and the mean node size from which `automatic` prefers nodes. (1.5, not
@@ -448,6 +455,7 @@ struct StorageStats {
   std::int64_t nodes                           = 0; // nodes of node blocks
   std::int64_t wide_nodes                      = 0; // nodes whose columns span more than 16-bit offsets
   std::int64_t sorted_windows                  = 0; // windows sorted by length (sort_window or kAutoSortWindow)
+  std::int64_t long_rows                       = 0; // rows set apart for their length (kLongRowFactor)
   std::int64_t nodes_of_size[kMaxNodeRows + 1] = {};
   std::int64_t value_bytes                     = 0; // bytes of stored values
   std::int64_t index_bytes = 0; // bytes of indices a MatMult reads (columns, row pointers, row lists, offsets)
