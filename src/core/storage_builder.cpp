@@ -720,8 +720,9 @@ template <typename Index> std::vector<std::int32_t> take_long_rows(const CsrView
   kept.reserve(static_cast<std::size_t>(nrows));
   for (std::int64_t k = 0; k < nrows; ++k) {
     const std::int64_t row = b.row(k), n = csr.rowptr[row + 1] - csr.rowptr[row];
-    (static_cast<double>(n) > longest ? long_rows : kept).push_back(static_cast<std::int32_t>(row));
-    long_nnz += static_cast<double>(n) > longest ? n : 0;
+    const bool is_long = static_cast<double>(n) > longest;
+    (is_long ? long_rows : kept).push_back(static_cast<std::int32_t>(row));
+    long_nnz += is_long ? n : 0;
   }
   if (long_rows.empty()) return long_rows;
   b.rows = std::move(kept); // (not empty: a row longer than 4 times the mean leaves shorter ones)

@@ -341,11 +341,6 @@ static PetscErrorCode CheckBlockFormats(PetscInt M)
   PetscFunctionReturn(0);
 }
 
-/* A bordered matrix of N rows: a 1D Laplacian's pattern plus a last column and a last row with an entry in every
-   column (a constraint coupling all unknowns), fp64 values. aijmp's automatic layout sets the dense row apart (alone
-   in a slice it would pad 7-fold) and slices the others: products still bitwise AIJ's in lossless mode, within
-   fp32's bound in fp32, and MatAIJMPGetInfo counts the row set apart (with MPI, the piece in the diagonal block of
-   the last rank: the other blocks are short). */
 /* Row r of the bordered matrix: its columns and values. */
 static void BorderedRow(PetscInt N, PetscInt r, PetscInt *nc, PetscInt *cols, PetscScalar *v)
 {
@@ -360,6 +355,11 @@ static void BorderedRow(PetscInt N, PetscInt r, PetscInt *nc, PetscInt *cols, Pe
     v[k] = (cols[k] == r ? 8.0 : 0.0) + 1.0 / (1.0 + (PetscReal)((r * 7 + cols[k] * 13) % 101)) + 1e-9 * (PetscReal)r;
 }
 
+/* A bordered matrix of N rows: a 1D Laplacian's pattern plus a last column and a last row with an entry in every
+   column (a constraint coupling all unknowns), fp64 values. aijmp's automatic layout sets the dense row apart (alone
+   in a slice it would pad 7-fold) and slices the others: products still bitwise AIJ's in lossless mode, within
+   fp32's bound in fp32, and MatAIJMPGetInfo counts the row set apart (with MPI, the piece in the diagonal block of
+   the last rank: the other blocks are short). */
 static PetscErrorCode CheckBorderedMatrix(PetscInt N)
 {
   Mat          Aaij, Amp;
