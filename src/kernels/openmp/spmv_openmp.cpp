@@ -4,8 +4,8 @@
 // The transpose accumulates per thread and adds the thread buffers in thread
 // order: bitwise equal to the reference with one thread, to rounding otherwise.
 #include <algorithm>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 #if defined(_OPENMP)
