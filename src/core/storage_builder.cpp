@@ -799,6 +799,39 @@ std::int64_t sliced_entries(const CsrView<Index> &csr, std::int64_t n, RowOf &&r
   return stored;
 }
 
+// The entries rows of lengths len[0 .. n) store in slices of 8 in that order.
+inline std::int64_t sliced_entries_of_lengths(const std::int64_t *len, std::int64_t n)
+{
+  std::int64_t stored = 0;
+  for (std::int64_t k0 = 0; k0 < n; k0 += kSliceRows)
+    stored += *std::max_element(len + k0, len + std::min(n, k0 + kSliceRows)) * kSliceRows;
+  return stored;
+}
+
+// order[0 .. n): 0 .. n-1 sorted stably by decreasing len. A counting sort
+// where the lengths span a range not much wider than the window (row lengths
+// are small integers: this is most of the time of a sorted build otherwise),
+// a comparison sort else.
+inline void order_by_decreasing_length(const std::int64_t *len, std::int64_t n, std::int64_t *order,
+                                       std::vector<std::int64_t> &counts)
+{
+  const auto [lo, hi]      = std::minmax_element(len, len + n);
+  const std::int64_t range = *hi - *lo + 1;
+  if (range > 4 * n + 64) {
+    std::iota(order, order + n, std::int64_t{0});
+    std::stable_sort(order, order + n, [len](std::int64_t i, std::int64_t j) { return len[i] > len[j]; });
+    return;
+  }
+  counts.assign(static_cast<std::size_t>(range), 0);
+  for (std::int64_t k = 0; k < n; ++k)
+    ++counts[static_cast<std::size_t>(*hi - len[k])]; // longest first
+  std::int64_t at = 0;
+  for (std::int64_t &c : counts)
+    at += std::exchange(c, at);
+  for (std::int64_t k = 0; k < n; ++k)
+    order[counts[static_cast<std::size_t>(*hi - len[k])]++] = k;
+}
+
 // Sorts the rows of block b by decreasing length within windows of `window`
 // block rows (sigma), where a window then stores fewer padding entries and
 // holds no shifted slice; a sorted run block becomes a block listing its rows
@@ -806,39 +839,38 @@ std::int64_t sliced_entries(const CsrView<Index> &csr, std::int64_t n, RowOf &&r
 template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window)
 {
   const std::int64_t nrows = b.row_count();
-  auto length = [&](std::int64_t row) { return static_cast<std::int64_t>(csr.rowptr[row + 1] - csr.rowptr[row]); };
-  auto padded = [&](const std::vector<std::int64_t> &rows) {
-    return sliced_entries(csr, static_cast<std::int64_t>(rows.size()),
-                          [&](std::int64_t k) { return rows[static_cast<std::size_t>(k)]; });
-  };
-  std::vector<std::pair<std::int64_t, std::vector<std::int64_t>>> sorted; // (first block row, rows)
-  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> len(static_cast<std::size_t>(window)), order(len.size()), sorted_len(len.size()), counts;
+  std::vector<std::int32_t> rows; // the block's rows, sorted windows sorted; made at the first sorted window
+  std::int64_t sorted = 0;
   for (std::int64_t w = 0; w < nrows; w += window) {
-    const std::int64_t end = std::min(nrows, w + window);
-    rows.clear();
-    for (std::int64_t k = w; k < end; ++k)
-      rows.push_back(b.row(k));
-    std::vector<std::int64_t> order = rows;
-    std::stable_sort(order.begin(), order.end(), [&](std::int64_t i, std::int64_t j) { return length(i) > length(j); });
-    if (padded(order) >= padded(rows)) continue;
+    const std::int64_t n = std::min<std::int64_t>(nrows - w, window);
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::int64_t row = b.row(w + k);
+      len[k]                 = csr.rowptr[row + 1] - csr.rowptr[row];
+    }
+    order_by_decreasing_length(len.data(), n, order.data(), counts);
+    for (std::int64_t k = 0; k < n; ++k)
+      sorted_len[k] = len[order[k]];
+    if (sliced_entries_of_lengths(sorted_len.data(), n) >= sliced_entries_of_lengths(len.data(), n)) continue;
     bool shifted = false;
-    for (std::int64_t q = w / kSliceRows; q * kSliceRows < end && !shifted; ++q)
+    for (std::int64_t q = w / kSliceRows; q * kSliceRows < w + n && !shifted; ++q)
       shifted = is_shifted_slice(csr, b, q);
-    if (!shifted) sorted.emplace_back(w, std::move(order));
+    if (shifted) continue;
+    if (rows.empty()) {
+      if (!b.grouped() && b.row_end > std::numeric_limits<std::int32_t>::max())
+        throw StorageError("petscmp: rows sorted by length are listed in 32 bits; this block has rows past 2^31");
+      rows.resize(static_cast<std::size_t>(nrows));
+      for (std::int64_t k = 0; k < nrows; ++k)
+        rows[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(b.row(k));
+    }
+    for (std::int64_t k = 0; k < n; ++k)
+      rows[static_cast<std::size_t>(w + k)] = static_cast<std::int32_t>(b.row(w + order[k]));
+    ++sorted;
   }
-  if (sorted.empty()) return 0;
-  if (!b.grouped()) {
-    if (b.row_end > std::numeric_limits<std::int32_t>::max())
-      throw StorageError("petscmp: rows sorted by length are listed in 32 bits; this block has rows past 2^31");
-    b.rows.resize(static_cast<std::size_t>(nrows));
-    for (std::int64_t k = 0; k < nrows; ++k)
-      b.rows[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(b.row_begin + k);
-  }
+  if (!sorted) return 0;
+  b.rows = std::move(rows);
   b.value_offsets.clear(); // (CSR order only)
-  for (const auto &[w, order] : sorted)
-    for (std::size_t r = 0; r < order.size(); ++r)
-      b.rows[static_cast<std::size_t>(w) + r] = static_cast<std::int32_t>(order[r]);
-  return static_cast<std::int64_t>(sorted.size());
+  return sorted;
 }
 
 // The entries block b stores when sliced, padding included.

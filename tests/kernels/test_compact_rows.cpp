@@ -313,6 +313,22 @@ TEST(SortWindow, SameMatrixLessPadding)
       compact_row_lengths(plain, len1.data());
       compact_row_lengths(sorted, len2.data());
       ASSERT_EQ(len1, len2);
+      // each window of sigma rows in matrix order, or stably sorted by decreasing length (the counting sort of
+      // short rows, the comparison sort where a 600-entry row widens the range of lengths)
+      for (const RowBlock &b : sorted.blocks) {
+        if (!b.grouped()) continue;
+        std::vector<std::int32_t> in_order(b.rows);
+        std::sort(in_order.begin(), in_order.end());
+        for (std::size_t w = 0; w < in_order.size(); w += static_cast<std::size_t>(sigma)) {
+          const std::size_t end = std::min(in_order.size(), w + static_cast<std::size_t>(sigma));
+          std::vector<std::int32_t> by_length(in_order.begin() + w, in_order.begin() + end);
+          const std::vector<std::int32_t> held(b.rows.begin() + w, b.rows.begin() + end);
+          if (held == by_length) continue;
+          std::stable_sort(by_length.begin(), by_length.end(),
+                           [&](std::int32_t i, std::int32_t j) { return len1[i] > len1[j]; });
+          ASSERT_EQ(held, by_length) << "window at block row " << w;
+        }
+      }
       std::vector<std::int32_t> cols1(c.a.cols.size()), cols2(c.a.cols.size());
       std::vector<double> vals1(c.a.vals.size()), vals2(c.a.vals.size());
       read_compact_csr(plain, c.a.rowptr.data(), cols1.data(), vals1.data());
