@@ -2564,8 +2564,12 @@ bool refill_part(const std::vector<CsrView<Index>> &parts, std::size_t part, con
 template <typename Index>
 bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy)
 {
-  if (opts.mode == StorageMode::rowsplit) return false; // (a mean over this matrix alone: not given)
-  return refill_part(std::vector<CsrView<Index>>{csr}, 0, opts, copy);
+  const std::vector<CsrView<Index>> parts{csr};
+  if (opts.mode != StorageMode::rowsplit || opts.mean_abs_value >= 0.0 || !layout_reusable(csr, opts, copy))
+    return refill_part(parts, 0, opts, copy);
+  StorageOptions with_mean = opts; // rowsplit's range from the mean a full build takes (a pass over the values)
+  with_mean.mean_abs_value = mean_abs(parts);
+  return refill_part(parts, 0, with_mean, copy);
 }
 
 template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr, const StorageOptions &opts)

@@ -2061,9 +2061,42 @@ TYPED_TEST(BuilderTest, ValueOnlyRefillRefusesChanges)
   EXPECT_FALSE(refill_compact_values(m.view(), lossless, dropped));
   const StorageOptions rowsplit = with_mode(StorageMode::rowsplit);
   CompactCsr split_rows         = build_compact_csr(m.view(), rowsplit);
-  EXPECT_FALSE(refill_compact_values(m.view(), rowsplit, split_rows)) << "rowsplit needs the formats from all parts";
   EXPECT_TRUE(refill_compact_values(m.view(), choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, rowsplit),
                                     rowsplit, split_rows));
+}
+
+// rowsplit's range is a mean over the whole matrix: the single-part refill takes that mean itself, so it decides
+// each row's format as a full build does, refuses where a row's format changes, and follows a given mean.
+TYPED_TEST(BuilderTest, RowsplitRefillTakesTheMean)
+{
+  std::mt19937_64 rng(12);
+  TestCsr<TypeParam> m    = node_matrix<TypeParam>(rng, 300);
+  StorageOptions rowsplit = with_mode(StorageMode::rowsplit);
+  rowsplit.range_factor   = 1.0; // the rows of values near 2^100 outside the range (fp64), the others inside (fp32)
+  CompactCsr copy         = build_compact_csr(m.view(), rowsplit);
+  ASSERT_GT(copy.stats.per_format[static_cast<int>(Format::fp32)].rows, 0);
+  ASSERT_GT(copy.stats.per_format[static_cast<int>(Format::fp64)].rows, 0);
+  for (double &v : m.vals) // scaled by 2: exact, the mean scales with the values, every row keeps its format
+    v *= 2.0;
+  ASSERT_TRUE(refill_compact_values(m.view(), rowsplit, copy));
+  expect_same_copy(copy, build_compact_csr(m.view(), rowsplit));
+  // the values of an fp64 row made small: that row now lies in the range (fp32), the refill refuses
+  TestCsr<TypeParam> changed        = m;
+  const std::vector<Format> formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, rowsplit);
+  TypeParam row                     = 0;
+  while (row < m.nrows && (formats[row] != Format::fp64 || m.row_len(row) == 0))
+    ++row;
+  ASSERT_LT(row, m.nrows);
+  for (TypeParam e = m.rowptr[row]; e < m.rowptr[row + 1]; ++e)
+    changed.vals[e] = 1e-3;
+  ASSERT_EQ(choose_row_formats(std::vector<CsrView<TypeParam>>{changed.view()}, rowsplit)[row], Format::fp32);
+  CompactCsr refused = build_compact_csr(m.view(), rowsplit);
+  EXPECT_FALSE(refill_compact_values(changed.view(), rowsplit, refused)) << "row " << row << " changed format";
+  // a given mean sets the range: one so large that every row lies inside puts the fp64 rows in fp32
+  StorageOptions given = rowsplit;
+  given.mean_abs_value = 1e40;
+  CompactCsr kept      = build_compact_csr(m.view(), rowsplit);
+  EXPECT_FALSE(refill_compact_values(m.view(), given, kept)) << "the given mean moves rows to fp32";
 }
 
 // ---- split storage (CPMS segments) ---------------------------------------------------

@@ -553,8 +553,9 @@ template <typename Index>
 bool refill_compact_values(const CsrView<Index> &csr, const std::vector<Format> &row_formats,
                            const StorageOptions &opts, CompactCsr &copy);
 // A single-part matrix: each row's format is decided just before its values
-// are written, in one pass over the values (not for rowsplit, whose range is
-// a mean over the whole matrix: false).
+// are written, in one pass over the values (rowsplit, whose range is a mean
+// over the whole matrix, takes one more pass for that mean unless
+// opts.mean_abs_value gives it).
 template <typename Index>
 bool refill_compact_values(const CsrView<Index> &csr, const StorageOptions &opts, CompactCsr &copy);
 
