@@ -1,13 +1,16 @@
-// The matrices of the device benchmarks (bench_gpu, bench_sell_copy): the
-// 27-point operator on an n^3 grid, a FEM-like block matrix (3 dofs per node,
-// 27-node stencil, dense 3x3 blocks) and a matrix with long rows, their values
-// drawn so that they need fp64.
+// The matrices of the PETSc-free benchmarks (bench_gpu, bench_sell_copy,
+// bench_build): the 27-point operator on an n^3 grid, a FEM-like block matrix
+// (3 dofs per node, 27-node stencil, dense 3x3 blocks), a matrix with long rows
+// and the mixed 7/27-point operator in Morton order, their values drawn so that
+// they need fp64.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../tests/common/csr_matrices.hpp"
 
@@ -94,6 +97,65 @@ inline Csr long_rows(int nrows)
     for (int e = 0; e < n; ++e) {
       a.cols.push_back(first + e * step);
       a.vals.push_back(need_fp64(rng));
+    }
+    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+  }
+  return a;
+}
+
+// The points of an n^3 grid in Morton (Z-curve) order: order[k] = x + n (y + n z) of the k-th point.
+inline std::vector<int> morton_order(int n)
+{
+  auto spread = [](std::uint64_t v) { // bit b of v to bit 3b
+    std::uint64_t r = 0;
+    for (int b = 0; b < 21; ++b)
+      r |= ((v >> b) & 1u) << (3 * b);
+    return r;
+  };
+  std::vector<std::pair<std::uint64_t, int>> code;
+  code.reserve(static_cast<std::size_t>(n) * n * n);
+  for (int z = 0; z < n; ++z)
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x)
+        code.emplace_back(spread(x) | spread(y) << 1 | spread(z) << 2, x + n * (y + n * z));
+  std::sort(code.begin(), code.end());
+  std::vector<int> order(code.size());
+  for (std::size_t k = 0; k < code.size(); ++k)
+    order[k] = code[k].second;
+  return order;
+}
+
+// bench_matmult's mixed operator: the 7-point faces, and at one grid point in 8
+// (by a hash of its Morton position) the whole 3x3x3 cube,
+// rows in Morton order: rows of 7 and 27 entries mixed, so that the automatic
+// layout sorts windows of rows by length (gathered slices).
+inline Csr mixed_stencil(int n)
+{
+  Csr a;
+  a.name  = "mixed 7/27-pt " + std::to_string(n) + "^3 Morton";
+  a.nrows = a.ncols            = n * n * n;
+  const std::vector<int> order = morton_order(n);
+  std::vector<int> position(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k)
+    position[static_cast<std::size_t>(order[k])] = static_cast<int>(k);
+  std::mt19937_64 rng(3);
+  std::vector<std::pair<int, double>> row;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const int x = order[k] % n, y = order[k] / n % n, z = order[k] / n / n;
+    const bool cube = (((static_cast<std::int64_t>(k) * 2654435761LL) >> 11) & 7) == 0;
+    row.clear();
+    for (int dz = -1; dz <= 1; ++dz)
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          const int px = x + dx, py = y + dy, pz = z + dz;
+          if ((dx != 0) + (dy != 0) + (dz != 0) > 1 && !cube) continue;
+          if (px < 0 || py < 0 || pz < 0 || px >= n || py >= n || pz >= n) continue;
+          row.emplace_back(position[static_cast<std::size_t>(px + n * (py + n * pz))], need_fp64(rng));
+        }
+    std::sort(row.begin(), row.end());
+    for (const auto &[c, v] : row) {
+      a.cols.push_back(c);
+      a.vals.push_back(v);
     }
     a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
   }
