@@ -839,7 +839,8 @@ inline void order_by_decreasing_length(const std::int64_t *len, std::int64_t n, 
 template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window)
 {
   const std::int64_t nrows = b.row_count();
-  std::vector<std::int64_t> len(static_cast<std::size_t>(window)), order(len.size()), sorted_len(len.size()), counts;
+  const auto span = static_cast<std::size_t>(std::min<std::int64_t>(window, nrows)); // (a window may exceed the block)
+  std::vector<std::int64_t> len(span), order(span), sorted_len(span), counts;
   std::vector<std::int32_t> rows; // the block's rows, sorted windows sorted; made at the first sorted window
   std::int64_t sorted = 0;
   for (std::int64_t w = 0; w < nrows; w += window) {
