@@ -21,11 +21,6 @@ using namespace petscmp_bench;
 
 namespace {
 
-double seconds()
-{
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // The best of reps runs of fn, in seconds.
 template <typename Fn> double best_of(int reps, Fn &&fn)
 {
@@ -42,14 +37,7 @@ void bench(const Csr &a, int threads, int reps)
 {
   const std::size_t n = static_cast<std::size_t>(a.nrows), nnz = a.cols.size();
   std::vector<double> x(n, 1.0), y(n);
-  const double spmv = best_of(reps, [&] {
-    for (std::size_t i = 0; i < n; ++i) {
-      double sum = 0;
-      for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
-        sum += a.vals[static_cast<std::size_t>(k)] * x[static_cast<std::size_t>(a.cols[static_cast<std::size_t>(k)])];
-      y[i] = sum;
-    }
-  });
+  const double spmv = best_of(reps, [&] { csr_spmv(a, x.data(), y.data()); });
   std::printf("\n## %s: %zu rows, %zu nonzeros; fp64 CSR SpMV %.1f ms (serial)\n", a.name.c_str(), n, nnz, spmv * 1e3);
   const struct {
     StorageMode mode;

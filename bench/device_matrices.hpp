@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -15,6 +16,12 @@
 #include "../tests/common/csr_matrices.hpp"
 
 namespace petscmp_bench {
+
+// Wall-clock seconds, for the benchmarks' timers.
+inline double seconds()
+{
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // A square test matrix (tests/common: its arrays, view() and pattern()) with a name.
 struct Csr : petscmp_test::Matrix<std::int32_t> {
@@ -101,6 +108,18 @@ inline Csr long_rows(int nrows)
     a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
   }
   return a;
+}
+
+// y = A x in fp64, serially: the loop of PETSc's non-inode AIJ MatMult, the
+// unit the PETSc-free benchmarks time against.
+inline void csr_spmv(const Csr &a, const double *x, double *y)
+{
+  for (std::int32_t i = 0; i < a.nrows; ++i) {
+    double sum = 0;
+    for (std::int32_t k = a.rowptr[i]; k < a.rowptr[i + 1]; ++k)
+      sum += a.vals[static_cast<std::size_t>(k)] * x[a.cols[static_cast<std::size_t>(k)]];
+    y[i] = sum;
+  }
 }
 
 // The points of an n^3 grid in Morton (Z-curve) order: order[k] = x + n (y + n z) of the k-th point.

@@ -808,6 +808,15 @@ inline std::int64_t sliced_entries_of_lengths(const std::int64_t *len, std::int6
   return stored;
 }
 
+// The same in the order `order` of decreasing length: each slice as wide as its first row.
+inline std::int64_t sliced_entries_sorted(const std::int64_t *len, const std::int64_t *order, std::int64_t n)
+{
+  std::int64_t stored = 0;
+  for (std::int64_t k0 = 0; k0 < n; k0 += kSliceRows)
+    stored += len[order[k0]] * kSliceRows;
+  return stored;
+}
+
 // order[0 .. n): 0 .. n-1 sorted stably by decreasing len. A counting sort
 // where the lengths span a range not much wider than the window (row lengths
 // are small integers: this is most of the time of a sorted build otherwise),
@@ -840,7 +849,7 @@ template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr
 {
   const std::int64_t nrows = b.row_count();
   const auto span = static_cast<std::size_t>(std::min<std::int64_t>(window, nrows)); // (a window may exceed the block)
-  std::vector<std::int64_t> len(span), order(span), sorted_len(span), counts;
+  std::vector<std::int64_t> len(span), order(span), counts;
   std::vector<std::int32_t> rows; // the block's rows, sorted windows sorted; made at the first sorted window
   std::int64_t sorted = 0;
   for (std::int64_t w = 0; w < nrows; w += window) {
@@ -850,9 +859,7 @@ template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr
       len[k]                 = csr.rowptr[row + 1] - csr.rowptr[row];
     }
     order_by_decreasing_length(len.data(), n, order.data(), counts);
-    for (std::int64_t k = 0; k < n; ++k)
-      sorted_len[k] = len[order[k]];
-    if (sliced_entries_of_lengths(sorted_len.data(), n) >= sliced_entries_of_lengths(len.data(), n)) continue;
+    if (sliced_entries_sorted(len.data(), order.data(), n) >= sliced_entries_of_lengths(len.data(), n)) continue;
     bool shifted = false;
     for (std::int64_t q = w / kSliceRows; q * kSliceRows < w + n && !shifted; ++q)
       shifted = is_shifted_slice(csr, b, q);
