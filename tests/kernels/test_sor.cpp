@@ -207,14 +207,38 @@ Matrix<std::int32_t> wide_chain(std::int32_t n, unsigned seed)
   return a;
 }
 
+// A chain bordered by its last column (a constraint numbered last): row i has columns i - 3 (odd i), i, i + 2 (i a
+// multiple of 3) and n - 1, so its slices are neither shifted nor patched; they are gathered where the last column
+// lies more than 2^16 from the rows, else narrow.
+Matrix<std::int32_t> bordered_chain(std::int32_t n, unsigned seed)
+{
+  std::mt19937_64 rng(seed);
+  Matrix<std::int32_t> a;
+  a.nrows = a.ncols = n;
+  for (std::int32_t i = 0; i < n; ++i) {
+    const int cls = static_cast<int>(rng() % kClasses);
+    std::vector<std::int32_t> cols;
+    if (i % 2 && i >= 3) cols.push_back(i - 3);
+    cols.push_back(i);
+    if (i % 3 == 0 && i + 2 < n - 1) cols.push_back(i + 2);
+    if (i < n - 1) cols.push_back(n - 1);
+    for (std::int32_t j : cols) {
+      a.cols.push_back(j);
+      a.vals.push_back(class_value(cls, rng) + (j == i ? 8.0 : 0.0));
+    }
+    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
+  }
+  return a;
+}
+
 bool same(double a, double b)
 {
   return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
 // a 7-point stencil with mixed row classes, node_chain, wide_chain, a 7-point stencil in runs of one class (its
-// slices with face rows are patched)
-enum class Kind { stencil, nodes, wide, stencil_runs };
+// slices with face rows are patched), bordered_chain
+enum class Kind { stencil, nodes, wide, stencil_runs, bordered };
 struct Case {
   StorageMode mode;
   Layout layout;
@@ -227,6 +251,7 @@ std::string case_name(const Case &c)
   const char *kind = c.kind == Kind::nodes          ? "_nodes"
                      : c.kind == Kind::wide         ? "_wide"
                      : c.kind == Kind::stencil_runs ? "_stencil_runs"
+                     : c.kind == Kind::bordered     ? "_bordered"
                                                     : "_stencil";
   return std::string(storage_mode_name(c.mode)) + "_" + layout_name(c.layout) + kind +
          (c.own_indices ? "_own" : "_master");
@@ -236,6 +261,7 @@ Matrix<std::int32_t> case_matrix(Kind kind)
   if (kind == Kind::nodes) return node_chain(700, 3u);
   if (kind == Kind::wide) return wide_chain(66000, 4u);
   if (kind == Kind::stencil_runs) return stencil_matrix<std::int32_t>(13, 7, Shape::runs, 6u, 1 << 20);
+  if (kind == Kind::bordered) return bordered_chain(70000, 9u);
   return stencil_matrix<std::int32_t>(13, 7, Shape::fragmented, 5u, 0);
 }
 void PrintTo(const Case &c, std::ostream *os)
@@ -322,7 +348,7 @@ std::vector<Case> cases()
   std::vector<Case> out;
   for (StorageMode m : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16,
                         StorageMode::split2, StorageMode::split4})
-    for (Kind kind : {Kind::stencil, Kind::nodes, Kind::wide, Kind::stencil_runs}) {
+    for (Kind kind : {Kind::stencil, Kind::nodes, Kind::wide, Kind::stencil_runs, Kind::bordered}) {
       out.push_back({m, Layout::automatic, kind, true});
       out.push_back({m, Layout::sliced, kind, true});
       out.push_back({m, Layout::csr, kind, false});

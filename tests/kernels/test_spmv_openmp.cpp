@@ -524,6 +524,93 @@ TEST(SpmvOpenmpRowShapes, SlicePaddingAddsNothing)
   }
 }
 
+// A bordered matrix (a constraint that couples every unknown): rows of up to
+// 7 columns near the diagonal, most of them coupled to the last column (the
+// constraint numbered last) or the first (numbered first), and the
+// constraint's own row, which couples every column, in the middle. The
+// automatic layout sets that row apart: the other rows form a grouped block
+// whose slices list consecutive rows but for the one around the gap.
+template <typename Index> Matrix<Index> bordered_matrix(Index n, bool numbered_last, std::mt19937_64 &rng)
+{
+  Matrix<Index> a;
+  a.nrows = a.ncols = n;
+  const Index far   = numbered_last ? n - 1 : 0;
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  for (Index i = 0; i < n; ++i) {
+    std::vector<Index> row;
+    if (i == n / 2)
+      for (Index j = 0; j < n; ++j)
+        row.push_back(j);
+    else {
+      for (Index j = std::max<Index>(i - 3, 1); j <= std::min<Index>(i + 3, n - 2); ++j)
+        if (j == i || rng() % 2) row.push_back(j);
+      if (rng() % 7) row.insert(numbered_last ? row.end() : row.begin(), far);
+    }
+    for (Index c : row) {
+      a.cols.push_back(c);
+      a.vals.push_back((rng() & 1 ? 1.0 : -1.0) * u(rng));
+    }
+    a.rowptr.push_back(static_cast<Index>(a.vals.size()));
+  }
+  return a;
+}
+
+// The slices of a grouped block that list consecutive rows are read and
+// written as a run's (no gather of z, no scatter of y): every mode and order,
+// bitwise the reference's (y = A x, + z, z aliasing y; 1-3 threads), and in
+// fp64 the reference is AIJ's sum (each row summed in order).
+template <typename Index> void run_listed_consecutive_rows()
+{
+  std::mt19937_64 rng(113);
+  for (bool numbered_last : {true, false}) {
+    const Matrix<Index> a = bordered_matrix<Index>(3001, numbered_last, rng);
+    for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16})
+      for (SumOrder order : {SumOrder::sequential, SumOrder::paired}) {
+        SCOPED_TRACE(std::string(numbered_last ? "last " : "first ") + storage_mode_name(mode) +
+                     (order == SumOrder::paired ? " paired" : " sequential"));
+        StorageOptions opts;
+        opts.mode          = mode;
+        opts.order         = order;
+        const CompactCsr A = build_compact_csr(a.view(), opts);
+        ASSERT_EQ(A.stats.long_rows, 1) << "the constraint's row was meant to be set apart";
+        std::int64_t consecutive = 0, listed = 0;
+        for (const RowBlock &b : A.blocks)
+          for (std::int64_t q = 0; b.grouped() && b.sliced() && q < b.slice_count(); ++q) {
+            const std::int64_t k0 = q * kSliceRows, k1 = std::min(b.row_count(), k0 + kSliceRows);
+            ++listed;
+            consecutive +=
+                b.rows[static_cast<std::size_t>(k1 - 1)] - b.rows[static_cast<std::size_t>(k0)] == k1 - 1 - k0;
+          }
+        ASSERT_GT(consecutive, 0) << "no grouped slice of consecutive rows";
+        ASSERT_LT(consecutive, listed) << "no grouped slice with a gap";
+        for (int nt : {1, 2, 3}) {
+          SCOPED_TRACE("threads " + std::to_string(nt));
+          check_bitwise(a, A, nt);
+        }
+      }
+    StorageOptions fp64; // values that need fp64: the reference takes AIJ's steps
+    const CompactCsr A          = build_compact_csr(a.view(), fp64);
+    const std::vector<double> x = random_vector(static_cast<std::size_t>(a.ncols), 304);
+    std::vector<double> y(static_cast<std::size_t>(a.nrows));
+    reference::spmv(A, a.pattern(), x.data(), nullptr, y.data());
+    for (Index i = 0; i < a.nrows; ++i) {
+      double sum = 0.0;
+      for (Index at = a.rowptr[i]; at < a.rowptr[i + 1]; ++at)
+        sum += a.vals[static_cast<std::size_t>(at)] * x[static_cast<std::size_t>(a.cols[static_cast<std::size_t>(at)])];
+      ASSERT_TRUE(same(y[static_cast<std::size_t>(i)], sum)) << (numbered_last ? "last" : "first") << ", row " << i;
+    }
+  }
+}
+
+TEST(SpmvOpenmpRowShapes, ListedConsecutiveRowsBitwiseInt32)
+{
+  run_listed_consecutive_rows<std::int32_t>();
+}
+TEST(SpmvOpenmpRowShapes, ListedConsecutiveRowsBitwiseInt64)
+{
+  run_listed_consecutive_rows<std::int64_t>();
+}
+
 // The comparison above is not vacuous: changing one stored value or the
 // summation order of a row changes a product the check sees.
 TEST(SpmvOpenmpRowShapes, CheckDetectsDifferences)

@@ -180,6 +180,14 @@ template <typename C> inline __m256d load_x4(const double *xs, const C *cols)
 #endif
 
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
+// Whether the rows in the lanes of `live` (the first ones) are the first one's, + 1, + 2, ...
+inline bool consecutive_rows(__m256i rows, __mmask8 live)
+{
+  const __m256i first = _mm256_broadcastd_epi32(_mm256_castsi256_si128(rows));
+  const __m256i want  = _mm256_add_epi32(first, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return (_mm256_cmpeq_epi32_mask(rows, want) & live) == live;
+}
+
 // sum + the products of a gathered slice of `width` entries, value8(e) the
 // values of entry e: the 8 rows in two registers of 4, x read by load_x4.
 // Entry e is added in the rows that have it (masked), in the steps of the
@@ -246,11 +254,14 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
     const std::int64_t k0 = q * kSliceRows;
     const __mmask8 live   = first_lanes(static_cast<unsigned>(std::min<std::int64_t>(kSliceRows, nrows - k0)));
     const __m256i rows    = grouped ? _mm256_maskz_loadu_epi32(live, block.rows.data() + k0) : _mm256_setzero_si256();
-    double *const yrun    = grouped ? y : y + block.row_begin + k0;
-    __m512d sum           = zero;
+    // a grouped slice whose rows follow each other (most slices of a block with a few rows set apart) reads z
+    // and writes y as a run's slice does, without a gather and a scatter
+    const bool scattered         = grouped && !consecutive_rows(rows, live);
+    const std::int64_t first_row = grouped ? block.rows[static_cast<std::size_t>(k0)] : block.row_begin + k0;
+    double *const yrun           = y + first_row;
+    __m512d sum                  = zero;
     if (z)
-      sum = grouped ? _mm512_mask_i32gather_pd(zero, live, rows, z, 8)
-                    : _mm512_maskz_loadu_pd(live, z + block.row_begin + k0);
+      sum = scattered ? _mm512_mask_i32gather_pd(zero, live, rows, z, 8) : _mm512_maskz_loadu_pd(live, z + first_row);
     const std::int64_t base  = block.slice_offsets[q];
     const std::int64_t width = (block.slice_offsets[q + 1] - base) / kSliceRows;
     const std::int32_t *cols = block.cols.data() + block.slice_col_offsets[q];
@@ -303,7 +314,7 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
               sum, lengths, width, [&](std::int64_t e) { return value8(base + e * kSliceRows); }, xs, slice_cols);
         });
     }
-    if (grouped)
+    if (scattered)
       _mm512_mask_i32scatter_pd(y, live, rows, sum, 8);
     else
       _mm512_mask_storeu_pd(yrun, live, sum);
@@ -312,6 +323,14 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
 #endif
 
 #if defined(PETSCMP_HAVE_AVX2_DECODE)
+// Whether rows[0..8) are rows[0], rows[0] + 1, ... (a grouped block's rows in a sorted window may be any order).
+inline bool consecutive_rows8(const std::int32_t *rows)
+{
+  const __m256i listed = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows));
+  const __m256i want   = _mm256_add_epi32(_mm256_set1_epi32(rows[0]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_movemask_epi8(_mm256_cmpeq_epi32(listed, want)) == -1;
+}
+
 // Slices [q0, q1) of a sliced block with AVX2 (no AVX-512): the steps of
 // slices_avx512, the 8 rows of a slice in two registers of 4. A gathered
 // slice's adds are blended into the rows that have an entry j (x read by
@@ -330,11 +349,14 @@ void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const 
     ahead.upto(block.slice_offsets[q]);
     const std::int64_t k0 = q * kSliceRows;
     const int live        = static_cast<int>(std::min<std::int64_t>(kSliceRows, nrows - k0));
-    const bool contiguous = !grouped && live == kSliceRows;
-    __m256d sum[2]        = {zero, zero};
+    // 8 rows that follow each other: a run's full slice, or a grouped one's (a block with a few rows set apart)
+    const std::int32_t *listed   = grouped ? block.rows.data() + k0 : nullptr;
+    const bool contiguous        = live == kSliceRows && (!grouped || consecutive_rows8(listed));
+    const std::int64_t first_row = grouped ? listed[0] : block.row_begin + k0;
+    __m256d sum[2]               = {zero, zero};
     if (z && contiguous) {
-      sum[0] = _mm256_loadu_pd(z + block.row_begin + k0);
-      sum[1] = _mm256_loadu_pd(z + block.row_begin + k0 + 4);
+      sum[0] = _mm256_loadu_pd(z + first_row);
+      sum[1] = _mm256_loadu_pd(z + first_row + 4);
     } else if (z) {
       alignas(32) double start[kSliceRows] = {};
       for (int i = 0; i < live; ++i)
@@ -433,8 +455,8 @@ void slices_avx2(const RowBlock &block, std::int64_t q0, std::int64_t q1, const 
         });
     }
     if (contiguous) {
-      _mm256_storeu_pd(y + block.row_begin + k0, sum[0]);
-      _mm256_storeu_pd(y + block.row_begin + k0 + 4, sum[1]);
+      _mm256_storeu_pd(y + first_row, sum[0]);
+      _mm256_storeu_pd(y + first_row + 4, sum[1]);
     } else {
       alignas(32) double out[kSliceRows];
       _mm256_store_pd(out, sum[0]);
