@@ -183,21 +183,19 @@ Matrix<std::int32_t> node_chain(std::int32_t nodes, unsigned seed)
   return a;
 }
 
-// A chain (rows coupled to their neighbours) whose every 16th row also holds a column at the far end of the
-// matrix: the slices holding those rows span more columns than 16-bit offsets reach and are not shifted copies of
-// one pattern, so they keep their own 32-bit columns (the gathered slice kind).
-Matrix<std::int32_t> wide_chain(std::int32_t n, unsigned seed)
+// A square matrix of n rows whose row i holds the (ascending) columns rows_columns(i, cols) appends, each row's
+// values of one random class, its diagonal raised by 8.
+template <typename RowColumns>
+Matrix<std::int32_t> chain_matrix(std::int32_t n, unsigned seed, RowColumns &&rows_columns)
 {
   std::mt19937_64 rng(seed);
   Matrix<std::int32_t> a;
   a.nrows = a.ncols = n;
+  std::vector<std::int32_t> cols;
   for (std::int32_t i = 0; i < n; ++i) {
     const int cls = static_cast<int>(rng() % kClasses);
-    std::vector<std::int32_t> cols;
-    for (std::int32_t j = i - 1; j <= i + 1; ++j)
-      if (j >= 0 && j < n) cols.push_back(j);
-    if (i % 16 == 1) cols.push_back(i < n / 2 ? n - 1 - i % 7 : i % 7);
-    std::sort(cols.begin(), cols.end());
+    cols.clear();
+    rows_columns(i, cols);
     for (std::int32_t j : cols) {
       a.cols.push_back(j);
       a.vals.push_back(class_value(cls, rng) + (j == i ? 8.0 : 0.0));
@@ -207,28 +205,30 @@ Matrix<std::int32_t> wide_chain(std::int32_t n, unsigned seed)
   return a;
 }
 
+// A chain (rows coupled to their neighbours) whose every 16th row also holds a column at the far end of the
+// matrix: the slices holding those rows span more columns than 16-bit offsets reach and are not shifted copies of
+// one pattern, so they keep their own 32-bit columns (the gathered slice kind).
+Matrix<std::int32_t> wide_chain(std::int32_t n, unsigned seed)
+{
+  return chain_matrix(n, seed, [n](std::int32_t i, std::vector<std::int32_t> &cols) {
+    for (std::int32_t j = i - 1; j <= i + 1; ++j)
+      if (j >= 0 && j < n) cols.push_back(j);
+    if (i % 16 == 1) cols.push_back(i < n / 2 ? n - 1 - i % 7 : i % 7);
+    std::sort(cols.begin(), cols.end());
+  });
+}
+
 // A chain bordered by its last column (a constraint numbered last): row i has columns i - 3 (odd i), i, i + 2 (i a
 // multiple of 3) and n - 1, so its slices are neither shifted nor patched; they are gathered where the last column
 // lies more than 2^16 from the rows, else narrow.
 Matrix<std::int32_t> bordered_chain(std::int32_t n, unsigned seed)
 {
-  std::mt19937_64 rng(seed);
-  Matrix<std::int32_t> a;
-  a.nrows = a.ncols = n;
-  for (std::int32_t i = 0; i < n; ++i) {
-    const int cls = static_cast<int>(rng() % kClasses);
-    std::vector<std::int32_t> cols;
+  return chain_matrix(n, seed, [n](std::int32_t i, std::vector<std::int32_t> &cols) {
     if (i % 2 && i >= 3) cols.push_back(i - 3);
     cols.push_back(i);
     if (i % 3 == 0 && i + 2 < n - 1) cols.push_back(i + 2);
     if (i < n - 1) cols.push_back(n - 1);
-    for (std::int32_t j : cols) {
-      a.cols.push_back(j);
-      a.vals.push_back(class_value(cls, rng) + (j == i ? 8.0 : 0.0));
-    }
-    a.rowptr.push_back(static_cast<std::int32_t>(a.cols.size()));
-  }
-  return a;
+  });
 }
 
 bool same(double a, double b)
