@@ -841,11 +841,26 @@ inline void order_by_decreasing_length(const std::int64_t *len, std::int64_t n, 
     order[counts[static_cast<std::size_t>(*hi - len[k])]++] = k;
 }
 
+// A block's list of rows and their value offsets (a grouped block's), as they
+// were before a change that may be undone.
+struct RowLists {
+  std::vector<std::int32_t> rows;
+  std::vector<std::int64_t> value_offsets;
+  void swap_with(RowBlock &b)
+  {
+    rows.swap(b.rows);
+    value_offsets.swap(b.value_offsets);
+  }
+};
+
 // Sorts the rows of block b by decreasing length within windows of `window`
 // block rows (sigma), where a window then stores fewer padding entries and
 // holds no shifted slice; a sorted run block becomes a block listing its rows
-// (all of them: it still covers its range). Returns the windows sorted.
-template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window)
+// (all of them: it still covers its range). Returns the windows sorted. With
+// replaced, b's lists before the sort move there when it sorts (undone by
+// swapping them back: no copy of the lists, which have a row each).
+template <typename Index>
+std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window, RowLists *replaced = nullptr)
 {
   const std::int64_t nrows = b.row_count();
   const auto span = static_cast<std::size_t>(std::min<std::int64_t>(window, nrows)); // (a window may exceed the block)
@@ -867,15 +882,19 @@ template <typename Index> std::int64_t sort_block_rows(const CsrView<Index> &csr
     if (rows.empty()) {
       if (!b.grouped() && b.row_end > std::numeric_limits<std::int32_t>::max())
         throw StorageError("petscmp: rows sorted by length are listed in 32 bits; this block has rows past 2^31");
-      rows.resize(static_cast<std::size_t>(nrows));
-      for (std::int64_t k = 0; k < nrows; ++k)
-        rows[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(b.row(k));
+      if (b.grouped())
+        rows.assign(b.rows.begin(), b.rows.end());
+      else {
+        rows.resize(static_cast<std::size_t>(nrows));
+        std::iota(rows.begin(), rows.end(), static_cast<std::int32_t>(b.row_begin));
+      }
     }
     for (std::int64_t k = 0; k < n; ++k)
       rows[static_cast<std::size_t>(w + k)] = static_cast<std::int32_t>(b.row(w + order[k]));
     ++sorted;
   }
   if (!sorted) return 0;
+  if (replaced) replaced->swap_with(b);
   b.rows = std::move(rows);
   b.value_offsets.clear(); // (CSR order only)
   return sorted;
@@ -889,8 +908,10 @@ template <typename Index> std::int64_t padded_entries(const CsrView<Index> &csr,
 
 // Sets apart the rows of block b longer than kLongRowFactor times its mean
 // length: returns them in block order, and b then lists the others (no long
-// row: none, and b as it was).
-template <typename Index> std::vector<std::int32_t> take_long_rows(const CsrView<Index> &csr, RowBlock &b)
+// row: none, and b as it was). With replaced, b's lists before move there when
+// rows are set apart.
+template <typename Index>
+std::vector<std::int32_t> take_long_rows(const CsrView<Index> &csr, RowBlock &b, RowLists *replaced = nullptr)
 {
   std::vector<std::int32_t> long_rows, kept;
   const std::int64_t nrows = b.row_count();
@@ -906,6 +927,7 @@ template <typename Index> std::vector<std::int32_t> take_long_rows(const CsrView
     long_nnz += is_long ? n : 0;
   }
   if (long_rows.empty()) return long_rows;
+  if (replaced) replaced->swap_with(b);
   b.rows = std::move(kept); // (not empty: a row longer than 4 times the mean leaves shorter ones)
   b.value_offsets.clear();  // (CSR order only: b is sliced, or put back as it was)
   b.nnz -= long_nnz;
@@ -930,23 +952,21 @@ template <typename Index> SliceSorting sort_rows_to_slice(const CsrView<Index> &
     return static_cast<double>(padded_entries(csr, b)) <= kMaxSlicePadding * static_cast<double>(b.nnz);
   };
   if (padded_within_limit()) return out;
-  const std::vector<std::int32_t> rows          = b.rows;
-  const std::vector<std::int64_t> value_offsets = b.value_offsets;
-  const std::int64_t nnz                        = b.nnz;
-  out.windows                                   = sort_block_rows(csr, b, kAutoSortWindow);
+  RowLists before; // (the lists move, not copied: a sort that helps, the common case, copies none)
+  out.windows = sort_block_rows(csr, b, kAutoSortWindow, &before);
   if (out.windows && padded_within_limit()) return out;
-  b.rows          = rows; // no better: the rows back in matrix order
-  b.value_offsets = value_offsets;
-  out.windows     = 0;
-  if (set_apart) out.long_rows = take_long_rows(csr, b);
+  if (out.windows) before.swap_with(b); // no better: the rows back in matrix order
+  out.windows = 0;
+  if (!set_apart) return out;
+  const std::int64_t nnz = b.nnz;
+  out.long_rows          = take_long_rows(csr, b, &before);
   if (out.long_rows.empty()) return out;
   // (A sorted window of the rows left pads by less than 8 times their longest, 32 mean rows; windows holding a
   // shifted slice are not sorted, which may still leave too much padding.)
   if (!padded_within_limit()) out.windows = sort_block_rows(csr, b, kAutoSortWindow);
   if (padded_within_limit()) return out;
-  b.rows          = rows;
-  b.value_offsets = value_offsets;
-  b.nnz           = nnz;
+  before.swap_with(b); // b as it was
+  b.nnz = nnz;
   return SliceSorting();
 }
 
@@ -2638,8 +2658,13 @@ template <typename Index> CompactCsr build_entry_split(const CsrView<Index> &csr
 // sampled row refutes costs no failed attempt. An attempt that fails shapes
 // every block's indices before the row that fails it is written (a third of a
 // build); 2048 rows cost about 0.3 ms and find one of the rows needing fp32 in
-// 4 of 5 fp16 builds of the 27-point random matrix (0.08% of its rows).
-constexpr std::int64_t kGuessSampleRows = 2048;
+// 4 of 5 fp16 builds of the 27-point random matrix (0.08% of its rows). Large
+// matrices sample one row in kGuessRowsPerSample: a format that a fraction p
+// of the rows refutes then goes unseen with probability exp(-p n / 256) (the
+// mixed operator 205^3: 2231 fp16 rows of 8.6M need fp32, unseen in 0.02% of
+// builds, against 59% with 2048 samples), for 1/256 of a pass over the values.
+constexpr std::int64_t kGuessSampleRows    = 2048;
+constexpr std::int64_t kGuessRowsPerSample = 256;
 
 // The format every row probably has: a uniform lossy mode's own format, or in
 // lossless mode the format of the sampled rows when they agree, each row's
@@ -2660,10 +2685,12 @@ bool guess_one_format(const std::vector<CsrView<Index>> &parts, const StorageOpt
   guess               = uniform_format(opts.mode);
   if (guess == Format::fp64 && !lossless) return false;
   const std::int64_t nrows   = parts.front().nrows;
-  const std::int64_t samples = std::min(kGuessSampleRows, nrows);
+  const std::int64_t samples = std::min(std::max(kGuessSampleRows, nrows / kGuessRowsPerSample), nrows);
   bool seen                  = false;
   for (std::int64_t k = 0; k < samples; ++k) {
-    const RowValues<Index> values(parts, static_cast<Index>(nrows * k / samples));
+    // (row nrows k / samples, without forming nrows k)
+    const std::int64_t row = nrows / samples * k + nrows % samples * k / samples;
+    const RowValues<Index> values(parts, static_cast<Index>(row));
     if (values.count() == 0) continue;
     const Format f = lossless ? lossless_row_format(values) : uniform_row_format(values, guess);
     if (f != guess && (seen || !lossless)) return false;

@@ -416,6 +416,48 @@ Matrix<std::int32_t> spiky_matrix(std::int32_t n)
   return m;
 }
 
+// Windows of 256 rows that start with two shifted slices (never sorted, also once the long rows before them are set
+// apart), then rows of 1 and 4 entries alternating (slices padded 1.6-fold), and one row of 600 entries each: setting
+// the long rows apart leaves too much padding.
+Matrix<std::int32_t> unsortable_matrix(std::int32_t n)
+{
+  Matrix<std::int32_t> m;
+  m.nrows = m.ncols = n;
+  std::mt19937_64 rng(7u);
+  for (std::int32_t i = 0; i < n; ++i) {
+    const std::int32_t w = i % 256, len = w == 100 ? 600 : w < 16 ? 3 : i % 2 ? 4 : 1;
+    for (std::int32_t e = 0; e < len; ++e) {
+      m.cols.push_back(w < 16 ? std::min(i, n - 3) + e : static_cast<std::int32_t>((i + e * (n / len)) % n));
+      m.vals.push_back(class_value(1, rng));
+    }
+    std::sort(m.cols.end() - len, m.cols.end());
+    m.rowptr.push_back(static_cast<std::int32_t>(m.cols.size()));
+  }
+  return m;
+}
+
+// Rows of 1 or 8 entries in windows of 256 rows: one window in 4 at random (sorting helps it), the others starting
+// with a shifted slice (never sorted) and then alternating (slices padded 1.76-fold): sorting leaves the block padded
+// 1.57-fold, and no row is long.
+Matrix<std::int32_t> partly_sortable_matrix(std::int32_t n)
+{
+  Matrix<std::int32_t> m;
+  m.nrows = m.ncols = n;
+  std::mt19937_64 rng(8u);
+  for (std::int32_t i = 0; i < n; ++i) {
+    const std::int32_t w = i % 256;
+    const bool sortable = (i / 256) % 4 == 0, shifted = !sortable && w < 8;
+    const std::int32_t len = shifted ? 3 : (sortable ? rng() % 2 : i % 2) ? 8 : 1;
+    for (std::int32_t e = 0; e < len; ++e) {
+      m.cols.push_back(shifted ? std::min(i, n - 3) + e : static_cast<std::int32_t>((i + e * (n / len)) % n));
+      m.vals.push_back(class_value(1, rng));
+    }
+    std::sort(m.cols.end() - len, m.cols.end());
+    m.rowptr.push_back(static_cast<std::int32_t>(m.cols.size()));
+  }
+  return m;
+}
+
 // A bordered operator: rows of 3 entries (a 1D Laplacian's pattern) plus the last column, and a last row with an entry
 // in every column, as a constraint couples all unknowns (a mean-zero pressure, an arc-length continuation).
 Matrix<std::int32_t> bordered_matrix(std::int32_t n)
@@ -470,6 +512,29 @@ TEST(SortWindow, AutomaticLayoutSortsWherePaddingAsks)
     EXPECT_EQ(copy.blocks[0].nnz + copy.blocks[1].nnz, static_cast<std::int64_t>(spiky.cols.size()));
     EXPECT_LE(static_cast<double>(copy.stats.stored), kMaxSlicePadding * static_cast<double>(spiky.cols.size()));
     expect_same_products(build_compact_csr(spiky.view(), csr), copy, spiky);
+  }
+  { // long rows set apart, the others still too padded and not sortable: the block as it was, in CSR order
+    const auto unsortable = unsortable_matrix(2048);
+    const CompactCsr copy = build_compact_csr(unsortable.view(), opts);
+    EXPECT_EQ(copy.stats.long_rows, 0);
+    EXPECT_EQ(copy.stats.sorted_windows, 0);
+    EXPECT_EQ(copy.stats.sliced_rows, 0);
+    ASSERT_EQ(copy.blocks.size(), 1u);
+    EXPECT_EQ(copy.blocks[0].row_count(), unsortable.nrows);
+    EXPECT_EQ(copy.blocks[0].nnz, static_cast<std::int64_t>(unsortable.cols.size()));
+    EXPECT_TRUE(copy.rows_in_order());
+    expect_same_products(build_compact_csr(unsortable.view(), csr), copy, unsortable);
+  }
+  { // sorting helps too little, and no row is long: the rows back in matrix order, read in CSR order
+    const auto partly     = partly_sortable_matrix(2048);
+    const CompactCsr copy = build_compact_csr(partly.view(), opts);
+    EXPECT_EQ(copy.stats.sorted_windows, 0);
+    EXPECT_EQ(copy.stats.long_rows, 0);
+    EXPECT_EQ(copy.stats.sliced_rows, 0);
+    ASSERT_EQ(copy.blocks.size(), 1u);
+    EXPECT_FALSE(copy.blocks[0].grouped());
+    EXPECT_TRUE(copy.rows_in_order());
+    expect_same_products(build_compact_csr(partly.view(), csr), copy, partly);
   }
   { // one dense row: set apart (alone in a slice it would pad 7-fold, so CSR order), the rest sliced
     const auto bordered   = bordered_matrix(3000);
