@@ -407,10 +407,11 @@ Matrix<std::int32_t> rows_of_lengths(std::int32_t n, unsigned seed, Length lengt
   m.nrows = m.ncols = n;
   std::mt19937_64 rng(seed);
   for (std::int32_t i = 0; i < n; ++i) {
-    const std::int32_t len = shifted(i) ? 3 : length_of(i, rng);
+    const bool shift       = shifted(i);
+    const std::int32_t len = shift ? 3 : length_of(i, rng);
     for (std::int32_t e = 0; e < len; ++e) {
-      m.cols.push_back(shifted(i) ? std::min(i, n - 3) + e
-                                  : static_cast<std::int32_t>((static_cast<std::int64_t>(i) + e * (n / len)) % n));
+      m.cols.push_back(shift ? std::min(i, n - 3) + e
+                             : static_cast<std::int32_t>((static_cast<std::int64_t>(i) + e * (n / len)) % n));
       m.vals.push_back(class_value(1, rng));
     }
     std::sort(m.cols.end() - len, m.cols.end());
@@ -433,9 +434,11 @@ Matrix<std::int32_t> spiky_matrix(std::int32_t n)
 Matrix<std::int32_t> unsortable_matrix(std::int32_t n)
 {
   return rows_of_lengths(
-      n, 7u, [](std::int32_t i, std::mt19937_64 &) { return i % 256 == 100 ? 600
-                                                            : i % 2        ? 4
-                                                                           : 1; },
+      n, 7u,
+      [](std::int32_t i, std::mt19937_64 &) {
+        const std::int32_t short_row = i % 2 ? 4 : 1;
+        return i % 256 == 100 ? 600 : short_row;
+      },
       [](std::int32_t i) { return i % 256 < 16; });
 }
 
