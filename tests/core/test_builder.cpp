@@ -1953,6 +1953,70 @@ TYPED_TEST(BuilderTest, LosslessRefillChecksExactnessWhileWriting)
     }
 }
 
+// Lossless fp64 rows are confirmed while they are written: a row that holds a
+// value fp32 does not hold bit for bit keeps fp64, wherever that value lies in
+// the row (here at entry row % length: every lane of slices and nodes), and a
+// row that loses its only such value makes the refill refuse, first, middle
+// or last, in every layout, with one thread or three. A row whose witness lies
+// in another part (an MPI matrix's off-diagonal block) keeps fp64 too.
+TYPED_TEST(BuilderTest, LosslessRefillFindsAnFp64ValueInEachFp64Row)
+{
+  std::mt19937_64 rng(29);
+  const auto needs_fp64 = [](TypeParam row) { return 0.1 + 0x1p-40 * static_cast<double>(row % 64); };
+  const auto witness_of = [](const TestCsr<TypeParam> &m, TypeParam row) {
+    return static_cast<std::size_t>(m.rowptr[row] + row % (m.rowptr[row + 1] - m.rowptr[row]));
+  };
+  for (Layout layout : {Layout::automatic, Layout::csr, Layout::sliced, Layout::node})
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(std::string("layout ") + layout_name(layout) + " threads " + std::to_string(threads));
+      TestCsr<TypeParam> m = fp16_node_matrix<TypeParam>(rng, 3000); // nodes of 3 rows, 9-18 values
+      for (TypeParam row = 0; row < m.nrows; ++row)
+        m.vals[witness_of(m, row)] = needs_fp64(row);
+      StorageOptions opts = with_mode(StorageMode::lossless, layout);
+      opts.threads        = threads;
+      CompactCsr copy     = build_compact_csr(m.view(), opts);
+      ASSERT_EQ(copy.stats.per_format[static_cast<int>(Format::fp64)].rows, m.nrows);
+      for (auto &v : m.vals)
+        v *= 2.0;
+      ASSERT_TRUE(refill_compact_values(m.view(), opts, copy));
+      expect_same_copy(copy, build_compact_csr(m.view(), opts));
+      for (TypeParam row : {TypeParam(0), TypeParam(1500 + 7), TypeParam(m.nrows - 1)}) {
+        const std::size_t k = witness_of(m, row);
+        const double old    = m.vals[k];
+        m.vals[k]           = 0.375; // fp16-exact, as the row's other values
+        EXPECT_FALSE(refill_compact_values(m.view(), opts, copy)) << row;
+        EXPECT_EQ(choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts)[row], Format::fp16);
+        m.vals[k] = old;
+        copy      = build_compact_csr(m.view(), opts);
+      }
+    }
+  // Two parts: rows 0-99 of the first part lose their witness, which the second part holds for them.
+  TestCsr<TypeParam> d = fp16_node_matrix<TypeParam>(rng, 900), o;
+  for (TypeParam row = 0; row < d.nrows; ++row) {
+    if (row >= 100) d.vals[witness_of(d, row)] = needs_fp64(row);
+    o.add_row(row < 100 ? std::vector<double>{needs_fp64(row)} : std::vector<double>{});
+  }
+  const std::vector<CsrView<TypeParam>> views{d.view(), o.view()};
+  std::vector<CompactPart<TypeParam>> parts(2);
+  parts[0].csr = d.view();
+  parts[1].csr = o.view();
+  for (auto &p : parts)
+    p.opts = with_mode(StorageMode::lossless, Layout::sliced);
+  update_compact_parts(parts);
+  for (auto *m : {&d, &o})
+    for (auto &v : m->vals)
+      v *= 2.0;
+  for (auto &p : parts)
+    p.reusable = true;
+  update_compact_parts(parts);
+  const auto formats = choose_row_formats(views, parts[0].opts);
+  EXPECT_EQ(std::count(formats.begin(), formats.end(), Format::fp64), d.nrows);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(parts[i].refilled) << "part " << i;
+    expect_same_copy(parts[i].copy, assemble_compact_csr(views[i], formats, parts[i].opts));
+  }
+}
+
 // A uniform mode's build first assumes that every row takes the mode's format
 // (lossless: the format of rows sampled over the matrix) and checks each row as
 // it writes it. A row that needs another format, first
