@@ -125,6 +125,15 @@ inline bool exact_in_fp32(double v)
   return double_bits(static_cast<double>(static_cast<float>(v))) == double_bits(v);
 }
 
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+// The lanes m of x (finite values) that fp32 does not hold bit for bit (exact_in_fp32).
+inline __mmask8 lanes_not_exact_in_fp32(__m512d x, __mmask8 m)
+{
+  const __m512d back = _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_cvtpd_ps(0xff, x));
+  return _mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(back), _mm512_castpd_si512(x));
+}
+#endif
+
 // Which of fp16, bf16 and fp32 hold every value seen so far bit for bit: the
 // lossless ladder in one pass. Finite values take a fast path (one conversion
 // to fp32, then bit tests and, for fp16, a hardware round trip where there is
@@ -154,12 +163,11 @@ struct ExactIn {
     const __mmask8 m = first_lanes(n);
     const __m512d x  = simd::load_upto8(v, n, end);
     if (!simd::nonfinite_lanes(x, m)) {
-      const __m256 f = _mm512_maskz_cvtpd_ps(0xff, x);
-      if (_mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(_mm512_maskz_cvtps_pd(0xff, f)),
-                                        _mm512_castpd_si512(x))) {
+      if (lanes_not_exact_in_fp32(x, m)) {
         fp16 = bf16 = fp32 = false;
         return;
       }
+      const __m256 f     = _mm512_maskz_cvtpd_ps(0xff, x);
       const __m256i bits = _mm256_castps_si256(f);
       if (bf16) bf16 = !_mm256_mask_test_epi32_mask(m, bits, _mm256_set1_epi32(0xffff));
       if (fp16) {
@@ -1290,12 +1298,6 @@ private:
   __mmask8 outside_ = 0;
 };
 
-// The lanes m of x (finite values) that fp32 does not hold bit for bit (exact_in_fp32).
-inline __mmask8 lanes_not_exact_in_fp32(__m512d x, __mmask8 m)
-{
-  const __m512d back = _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_cvtpd_ps(0xff, x));
-  return _mm512_mask_cmpneq_epi64_mask(m, _mm512_castpd_si512(back), _mm512_castpd_si512(x));
-}
 #endif
 
 // Encodes n values of a row to out[0], out[stride], ...; end: the end of the
@@ -1643,7 +1645,9 @@ constexpr std::int64_t kListedPrefetchSlices = 16;
 // kListedPrefetchSlices, and the row starts of the slice twice as far, are
 // asked for ahead. Zen 5, mixed operator 205^3, lossless value-only refill,
 // one process per distance: 0.19-0.21 s without, 0.105-0.12 s at 16 or 32
-// slices, 0.13-0.17 s with the values alone (a CSR product: 0.085 s).
+// slices, 0.13-0.17 s with the values alone (a CSR product: 0.085 s). In
+// later, slower hours of that VM (a CSR product 0.3-0.8 s) no gain either way:
+// kept as never slower, to be measured again (README, 2026-12-02).
 template <typename Index> void prefetch_listed_rows(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q)
 {
   const std::int64_t rows = b.row_count(), values_at = (q + kListedPrefetchSlices) * kSliceRows,
