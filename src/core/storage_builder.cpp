@@ -2101,6 +2101,104 @@ void shape_patched_slice(const CsrView<Index> &csr, RowBlock &b, std::int64_t q,
   }
 }
 
+#if defined(__AVX2__)
+// r[i] = 32-bit entries e..e+7 of row i  ->  r[j] = entry e+j of rows 0..7.
+inline void transpose8x8_epi32(__m256i r[kSliceRows])
+{
+  __m256i a[kSliceRows], b[kSliceRows];
+  for (int i = 0; i < kSliceRows; i += 2) {
+    a[i]     = _mm256_unpacklo_epi32(r[i], r[i + 1]); // per half: entries 0 1 (4 5) of rows i, i+1
+    a[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]); // entries 2 3 (6 7)
+  }
+  for (int i = 0; i < kSliceRows; i += 4) {
+    b[i]     = _mm256_unpacklo_epi64(a[i], a[i + 2]);     // entry 0 of rows i..i+3 | entry 4
+    b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);     // entry 1 | 5
+    b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]); // entry 2 | 6
+    b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]); // entry 3 | 7
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j]     = _mm256_permute2x128_si256(b[j], b[j + 4], 0x20); // entry j of rows 0-3 | of rows 4-7
+    r[j + 4] = _mm256_permute2x128_si256(b[j], b[j + 4], 0x31); // entry j + 4
+  }
+}
+
+// write_slice_columns for 32-bit columns: 8 entries of the 8 rows at a time,
+// transposed in registers and stored one entry (8 rows) at a time. The scalar
+// loops, one strided store per column, were most of shape_slices (a fifth of
+// the mixed operator's build).
+template <typename Out>
+bool write_slice_columns_avx2(const std::int32_t *cols, std::int64_t readable, const std::int64_t (&start)[kSliceRows],
+                              const std::int64_t (&length)[kSliceRows], std::int64_t width, std::int32_t base, Out *out)
+{
+  const __m256i entry = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), zero = _mm256_setzero_si256();
+  const __m256i lengths =
+      _mm256_setr_epi32(static_cast<int>(length[0]), static_cast<int>(length[1]), static_cast<int>(length[2]),
+                        static_cast<int>(length[3]), static_cast<int>(length[4]), static_cast<int>(length[5]),
+                        static_cast<int>(length[6]), static_cast<int>(length[7]));
+  const __m256i base_of = _mm256_set1_epi32(base);
+  __m256i beyond        = zero; // narrow: offsets' bits past 16 (a negative offset has them too)
+  for (std::int64_t e0 = 0; e0 < width; e0 += kSliceRows) {
+    __m256i r[kSliceRows];
+    for (int l = 0; l < kSliceRows; ++l) {
+      const std::int64_t left = length[l] - e0;
+      if (left <= 0) {
+        r[l] = zero;
+        continue;
+      }
+      // a plain load where the array goes on (lanes past the row are cleared below), else a masked one
+      const std::int32_t *at = cols + start[l] + e0;
+      r[l]                   = start[l] + e0 + kSliceRows <= readable
+                                   ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(at))
+                                   : _mm256_maskload_epi32(at, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), entry));
+    }
+    transpose8x8_epi32(r);
+    for (int j = 0; j < kSliceRows && e0 + j < width; ++j) {
+      const __m256i live = _mm256_cmpgt_epi32(lengths, _mm256_set1_epi32(static_cast<int>(e0 + j)));
+      if constexpr (std::is_same_v<Out, std::uint16_t>) {
+        const __m256i offset = _mm256_and_si256(live, _mm256_sub_epi32(r[j], base_of));
+        beyond               = _mm256_or_si256(beyond, _mm256_srli_epi32(offset, 16));
+        // (16-bit lanes: the offsets of rows 0-3 then 4-7 in the low 128 bits after the permute)
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(offset, offset), 0x08);
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out + (e0 + j) * kSliceRows), _mm256_castsi256_si128(packed));
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + (e0 + j) * kSliceRows), _mm256_and_si256(live, r[j]));
+      }
+    }
+  }
+  return _mm256_testz_si256(beyond, beyond);
+}
+#endif
+
+// The columns of a slice whose row l starts at start[l] with length[l]
+// entries (0 past the block's rows), entry-major: out[l + 8 e] is row l's
+// column e, less base when Out is 16 bits (a narrow slice's offsets), and 0
+// past a row's end. False when a narrow offset does not fit 16 bits.
+template <typename Index, typename Out>
+bool write_slice_columns(const CsrView<Index> &csr, const std::int64_t (&start)[kSliceRows],
+                         const std::int64_t (&length)[kSliceRows], std::int64_t width, std::int64_t base, Out *out)
+{
+#if defined(__AVX2__)
+  if constexpr (sizeof(Index) == sizeof(std::int32_t))
+    return write_slice_columns_avx2(reinterpret_cast<const std::int32_t *>(csr.cols), csr.rowptr[csr.nrows], start,
+                                    length, width, static_cast<std::int32_t>(base), out);
+#endif
+  bool in_range = true; // (no early exit: loops the compiler vectorizes)
+  for (int r = 0; r < kSliceRows; ++r) {
+    for (std::int64_t e = 0; e < length[r]; ++e) {
+      const std::int64_t column = csr.cols[start[r] + e];
+      if constexpr (std::is_same_v<Out, std::uint16_t>) {
+        in_range &= column - base >= 0 && column - base <= kMaxNarrowOffset;
+        out[r + e * kSliceRows] = static_cast<std::uint16_t>(column - base);
+      } else {
+        out[r + e * kSliceRows] = static_cast<std::int32_t>(column);
+      }
+    }
+    for (std::int64_t e = length[r]; e < width; ++e)
+      out[r + e * kSliceRows] = 0;
+  }
+  return in_range;
+}
+
 // Columns of a sliced block (one per entry of a shifted slice) and its
 // padding (value 0, column 0).
 template <typename S, typename Index> void shape_slices(const CsrView<Index> &csr, RowBlock &b)
@@ -2124,40 +2222,27 @@ template <typename S, typename Index> void shape_slices(const CsrView<Index> &cs
       shape_patched_slice(csr, b, q, vals, zero);
       continue;
     }
-    const bool narrow      = b.narrow_slice(q);
-    std::int64_t col_base  = std::numeric_limits<std::int64_t>::max();
-    std::uint16_t *offsets = narrow ? reinterpret_cast<std::uint16_t *>(slice_cols + 1) : nullptr;
-    if (narrow) {
-      for (std::int64_t k = q * kSliceRows; k < std::min(nrows, (q + 1) * kSliceRows); ++k)
-        if (csr.rowptr[b.row(k) + 1] > csr.rowptr[b.row(k)])
-          col_base = std::min<std::int64_t>(col_base, csr.cols[csr.rowptr[b.row(k)]]);
-      slice_cols[0] = static_cast<std::int32_t>(col_base);
-    }
-    bool in_range = true; // (no early exit: loops the compiler vectorizes)
+    std::int64_t start[kSliceRows] = {}, length[kSliceRows] = {};
     for (std::int64_t r = 0; r < kSliceRows; ++r) {
       const std::int64_t k = q * kSliceRows + r;
-      std::int64_t n = 0, start = 0;
       if (k < nrows) {
-        start = csr.rowptr[b.row(k)];
-        n     = csr.rowptr[b.row(k) + 1] - start;
-        if (narrow)
-          for (std::int64_t e = 0; e < n; ++e) {
-            const std::int64_t offset = static_cast<std::int64_t>(csr.cols[start + e]) - col_base;
-            in_range &= offset >= 0 && offset <= kMaxNarrowOffset;
-            offsets[r + e * kSliceRows] = static_cast<std::uint16_t>(offset);
-          }
-        else
-          for (std::int64_t e = 0; e < n; ++e)
-            slice_cols[r + e * kSliceRows] = static_cast<std::int32_t>(csr.cols[start + e]);
+        start[r]  = csr.rowptr[b.row(k)];
+        length[r] = csr.rowptr[b.row(k) + 1] - start[r];
       }
-      b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(n);
-      for (std::int64_t e = n; e < width; ++e) {
+      b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(length[r]);
+      for (std::int64_t e = length[r]; e < width; ++e)
         vals[base + r + e * kSliceRows] = zero;
-        if (narrow)
-          offsets[r + e * kSliceRows] = 0;
-        else
-          slice_cols[r + e * kSliceRows] = 0;
-      }
+    }
+    bool in_range = true;
+    if (b.narrow_slice(q)) { // the base: the smallest first column (columns ascend within a row)
+      std::int64_t col_base = std::numeric_limits<std::int64_t>::max();
+      for (int r = 0; r < kSliceRows; ++r)
+        if (length[r] > 0) col_base = std::min<std::int64_t>(col_base, csr.cols[start[r]]);
+      slice_cols[0] = static_cast<std::int32_t>(col_base);
+      in_range =
+          write_slice_columns(csr, start, length, width, col_base, reinterpret_cast<std::uint16_t *>(slice_cols + 1));
+    } else {
+      write_slice_columns(csr, start, length, width, 0, slice_cols);
     }
     if (!in_range) // slice_shape_of bounded the columns by each row's first and last
       throw StorageError("petscmp: the column indices of a row are not in ascending order (PETSc's AIJ keeps "

@@ -1298,6 +1298,55 @@ TYPED_TEST(BuilderTest, PatchedSliceLimits)
   check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
 }
 
+// Gathered (32-bit) and narrow (16-bit) slices of rows of 1 to 11 entries:
+// every column in its place and every padding entry column 0 (offset 0),
+// whether a row's last chunk of 8 entries was read past its end (rows in the
+// middle of the array) or up to the array's end (the last rows).
+TYPED_TEST(BuilderTest, GatheredAndNarrowSlicesPadWithColumnZero)
+{
+  TestCsr<TypeParam> m;
+  m.ncols = 250000;
+  for (int i = 0; i < 64; ++i) {
+    const int length = 1 + (i * 5) % 11;
+    const bool wide  = (i / kSliceRows) % 2 == 0; // columns 20011 apart: more than 2^16 across the slice
+    for (int e = 0; e < length; ++e) {
+      m.cols.push_back(static_cast<TypeParam>(wide ? e * 20011 + (i * 37) % 1000 : 1000 + i * 3 + e * 5));
+      m.vals.push_back(0.5 + static_cast<double>(m.vals.size()));
+    }
+    m.rowptr.push_back(static_cast<TypeParam>(m.vals.size()));
+    ++m.nrows;
+  }
+  StorageOptions opts = with_mode(StorageMode::lossless, Layout::sliced);
+  opts.patched_slices = false;
+  const CompactCsr A  = build_compact_csr(m.view(), opts);
+  int gathered = 0, narrow = 0;
+  for (const RowBlock &b : A.blocks)
+    for (std::int64_t q = 0; q < b.slice_count(); ++q) {
+      narrow += b.narrow_slice(q);
+      gathered += !b.narrow_slice(q) && !b.shifted_slice(q) && !b.patched_slice(q);
+    }
+  EXPECT_GE(gathered, 3);
+  EXPECT_GE(narrow, 3);
+  check_compact(A, m, choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts));
+}
+
+// A narrow slice is chosen from each row's first and last column (PETSc's AIJ
+// keeps a row's columns ascending); a column between them outside the 16-bit
+// range is reported, not stored wrapped around.
+TYPED_TEST(BuilderTest, UnsortedColumnsOfANarrowSliceAreRefused)
+{
+  for (int row : {0, 5}) { // the bad row first and in the middle of the slice
+    const TestCsr<TypeParam> m                              = rows_of_lengths<TypeParam>(std::vector<int>(8, 3), 100);
+    TestCsr<TypeParam> bad                                  = m;
+    bad.ncols                                               = 300000;
+    bad.cols[static_cast<std::size_t>(bad.rowptr[row] + 1)] = static_cast<TypeParam>(200000);
+    StorageOptions opts                                     = with_mode(StorageMode::lossless, Layout::sliced);
+    opts.patched_slices                                     = false;
+    EXPECT_NO_THROW(build_compact_csr(m.view(), opts));
+    EXPECT_THROW(build_compact_csr(bad.view(), opts), StorageError) << "row " << row;
+  }
+}
+
 TYPED_TEST(BuilderTest, SlicedLayoutAutomaticPaddingLimit)
 {
   // Slices of 8 rows: seven rows of length 4 and one of length w pad to 8 * w
