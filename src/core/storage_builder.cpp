@@ -835,25 +835,37 @@ inline std::int64_t sliced_entries_sorted(const std::int64_t *len, const std::in
 // order[0 .. n): 0 .. n-1 sorted stably by decreasing len. A counting sort
 // where the lengths span a range not much wider than the window (row lengths
 // are small integers: this is most of the time of a sorted build otherwise),
-// a comparison sort else.
+// a comparison sort else. The window is counted and placed as kSortWays
+// stretches side by side, each with its own counters: a row's count then does
+// not wait on the previous row's when both have one length (one counter
+// incremented in memory row after row was most of the sort's time on the
+// mixed operator's windows of two lengths).
+constexpr int kSortWays = 4;
 inline void order_by_decreasing_length(const std::int64_t *len, std::int64_t n, std::int64_t *order,
                                        std::vector<std::int64_t> &counts)
 {
   const auto [lo, hi]      = std::minmax_element(len, len + n);
-  const std::int64_t range = *hi - *lo + 1;
+  const std::int64_t range = *hi - *lo + 1, longest = *hi;
   if (range > 4 * n + 64) {
     std::iota(order, order + n, std::int64_t{0});
     std::stable_sort(order, order + n, [len](std::int64_t i, std::int64_t j) { return len[i] > len[j]; });
     return;
   }
-  counts.assign(static_cast<std::size_t>(range), 0);
-  for (std::int64_t k = 0; k < n; ++k)
-    ++counts[static_cast<std::size_t>(*hi - len[k])]; // longest first
-  std::int64_t at = 0;
+  // stretch s: rows [s * stretch, (s + 1) * stretch); counts[bin * kSortWays + s]
+  const std::int64_t stretch = (n + kSortWays - 1) / kSortWays;
+  const auto slot            = [&](std::int64_t k, int s) {
+    return static_cast<std::size_t>((longest - len[k]) * kSortWays + s); // longest first
+  };
+  counts.assign(static_cast<std::size_t>(range * kSortWays), 0);
+  for (std::int64_t k = 0; k < stretch; ++k)
+    for (int s = 0; s < kSortWays; ++s)
+      if (s * stretch + k < n) ++counts[slot(s * stretch + k, s)];
+  std::int64_t at = 0; // a length's rows of stretch 0, then of stretch 1, ...: stable
   for (std::int64_t &c : counts)
     at += std::exchange(c, at);
-  for (std::int64_t k = 0; k < n; ++k)
-    order[counts[static_cast<std::size_t>(*hi - len[k])]++] = k;
+  for (std::int64_t k = 0; k < stretch; ++k)
+    for (int s = 0; s < kSortWays; ++s)
+      if (s * stretch + k < n) order[counts[slot(s * stretch + k, s)]++] = s * stretch + k;
 }
 
 // A block's list of rows and their value offsets (a grouped block's), as they
