@@ -2134,10 +2134,10 @@ inline void transpose8x8_epi32(__m256i r[kSliceRows])
   }
 }
 
-// write_slice_columns for 32-bit columns: 8 entries of the 8 rows at a time,
-// transposed in registers and stored one entry (8 rows) at a time. The scalar
-// loops, one strided store per column, were most of shape_slices (a fifth of
-// the mixed operator's build).
+// write_slice_columns for 32-bit column indices: 8 entries of the 8 rows at a
+// time, transposed in registers and stored one entry (8 rows) at a time. The
+// scalar loops, one strided store per column, were most of shape_slices (a
+// fifth of the mixed operator's build).
 template <typename Out>
 bool write_slice_columns_avx2(const std::int32_t *cols, std::int64_t readable, const std::int64_t (&start)[kSliceRows],
                               const std::int64_t (&length)[kSliceRows], std::int64_t width, std::int32_t base, Out *out)
@@ -2159,9 +2159,10 @@ bool write_slice_columns_avx2(const std::int32_t *cols, std::int64_t readable, c
       }
       // a plain load where the array goes on (lanes past the row are cleared below), else a masked one
       const std::int32_t *at = cols + start[l] + e0;
-      r[l]                   = start[l] + e0 + kSliceRows <= readable
-                                   ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(at))
-                                   : _mm256_maskload_epi32(at, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), entry));
+      if (start[l] + e0 + kSliceRows <= readable)
+        r[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(at));
+      else
+        r[l] = _mm256_maskload_epi32(at, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), entry));
     }
     transpose8x8_epi32(r);
     for (int j = 0; j < kSliceRows && e0 + j < width; ++j) {
