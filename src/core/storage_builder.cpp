@@ -603,6 +603,33 @@ inline unsigned lanes_equal(const std::int64_t *v, std::int64_t value)
 #endif
 }
 
+// Where the 8 rows of slice q of block b start in the CSR arrays, and their
+// lengths (0 past the block's last row).
+struct SliceRows {
+  std::int64_t start[kSliceRows] = {}, length[kSliceRows] = {};
+};
+template <typename Index> SliceRows slice_rows(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q)
+{
+  SliceRows s;
+  for (std::int64_t l = 0, k = q * kSliceRows; l < kSliceRows && k < b.row_count(); ++l, ++k) {
+    s.start[l]  = csr.rowptr[b.row(k)];
+    s.length[l] = csr.rowptr[b.row(k) + 1] - s.start[l];
+  }
+  return s;
+}
+
+#if defined(__AVX2__)
+// 8 column indices from cols[at] on, the lanes of `lanes` (all ones) at least:
+// a plain load where the array goes on (a masked one is slow on AMD Zen; the
+// caller ignores the other lanes), a masked one at the array's end (readable:
+// the indices the array holds).
+inline __m256i load_columns8(const std::int32_t *cols, std::int64_t at, std::int64_t readable, __m256i lanes)
+{
+  if (at + 8 <= readable) return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(cols + at));
+  return _mm256_maskload_epi32(cols + at, lanes);
+}
+#endif
+
 // slice_patch_count's answer (with its bases and masks where asked), or
 // kPatchCountUndecided where a shifted column is negative: the scalar search
 // then decides whether it is the one most rows agree on. Why: the build asks
@@ -690,9 +717,7 @@ std::int64_t vector_patch_count([[maybe_unused]] const CsrView<Index> &csr,
       agree[l]   = zero;
       shifted[l] = zero;
       if (left == 0) continue;
-      const std::int32_t *at = cols + start[l] + e0;
-      const __m256i c = start[l] + e0 + kChunk <= readable ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(at))
-                                                           : _mm256_maskload_epi32(at, live[l]);
+      const __m256i c = load_columns8(cols, start[l] + e0, readable, live[l]);
       shifted[l]      = _mm256_sub_epi32(c, _mm256_set1_epi32(l));
       live_count      = _mm256_sub_epi32(live_count, live[l]);
       negative        = _mm256_or_si256(negative, _mm256_and_si256(live[l], _mm256_cmpgt_epi32(zero, shifted[l])));
@@ -751,12 +776,9 @@ template <typename Index>
 std::int64_t slice_patch_count(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q, std::int64_t width,
                                std::int32_t *bases = nullptr, std::uint8_t *masks = nullptr)
 {
-  const std::int64_t k0 = q * kSliceRows, lanes = std::min<std::int64_t>(kSliceRows, b.row_count() - k0);
-  std::int64_t start[kSliceRows] = {}, length[kSliceRows] = {};
-  for (std::int64_t l = 0; l < lanes; ++l) {
-    start[l]  = csr.rowptr[b.row(k0 + l)];
-    length[l] = csr.rowptr[b.row(k0 + l) + 1] - start[l];
-  }
+  const std::int64_t lanes = std::min<std::int64_t>(kSliceRows, b.row_count() - q * kSliceRows);
+  const SliceRows rows     = slice_rows(csr, b, q);
+  const auto &start = rows.start, &length = rows.length;
   if constexpr (sizeof(Index) == sizeof(std::int32_t)) {
     const std::int64_t count = vector_patch_count(csr, start, length, lanes, width, bases, masks);
     if (count != kPatchCountUndecided) return count;
@@ -2157,12 +2179,9 @@ bool write_slice_columns_avx2(const std::int32_t *cols, std::int64_t readable, c
         r[l] = zero;
         continue;
       }
-      // a plain load where the array goes on (lanes past the row are cleared below), else a masked one
-      const std::int32_t *at = cols + start[l] + e0;
-      if (start[l] + e0 + kSliceRows <= readable)
-        r[l] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(at));
-      else
-        r[l] = _mm256_maskload_epi32(at, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), entry));
+      // (lanes past the row are cleared below)
+      r[l] = load_columns8(cols, start[l] + e0, readable,
+                           _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), entry));
     }
     transpose8x8_epi32(r);
     for (int j = 0; j < kSliceRows && e0 + j < width; ++j) {
@@ -2195,7 +2214,7 @@ bool write_slice_columns(const CsrView<Index> &csr, const std::int64_t (&start)[
     return write_slice_columns_avx2(reinterpret_cast<const std::int32_t *>(csr.cols), csr.rowptr[csr.nrows], start,
                                     length, width, static_cast<std::int32_t>(base), out);
 #endif
-  bool in_range = true; // (no early exit: loops the compiler vectorizes)
+  bool in_range = true; // (no early exit)
   for (int r = 0; r < kSliceRows; ++r) {
     for (std::int64_t e = 0; e < length[r]; ++e) {
       const std::int64_t column = csr.cols[start[r] + e];
@@ -2216,10 +2235,10 @@ bool write_slice_columns(const CsrView<Index> &csr, const std::int64_t (&start)[
 // padding (value 0, column 0).
 template <typename S, typename Index> void shape_slices(const CsrView<Index> &csr, RowBlock &b)
 {
-  const std::int64_t nrows = b.row_count(), nslices = b.slice_count();
-  S *vals            = b.values.as<S>();
-  std::int32_t *cols = b.cols.data();
-  const S zero       = encode_as<S>(0.0);
+  const std::int64_t nslices = b.slice_count();
+  S *vals                    = b.values.as<S>();
+  std::int32_t *cols         = b.cols.data();
+  const S zero               = encode_as<S>(0.0);
   for (std::int64_t q = 0; q < nslices; ++q) {
     const std::int64_t base = b.slice_offsets[q], width = (b.slice_offsets[q + 1] - base) / kSliceRows;
     std::int32_t *slice_cols = cols + b.slice_col_offsets[q];
@@ -2235,14 +2254,10 @@ template <typename S, typename Index> void shape_slices(const CsrView<Index> &cs
       shape_patched_slice(csr, b, q, vals, zero);
       continue;
     }
-    std::int64_t start[kSliceRows] = {}, length[kSliceRows] = {};
+    const SliceRows rows = slice_rows(csr, b, q);
+    const auto &start = rows.start, &length = rows.length;
     for (std::int64_t r = 0; r < kSliceRows; ++r) {
-      const std::int64_t k = q * kSliceRows + r;
-      if (k < nrows) {
-        start[r]  = csr.rowptr[b.row(k)];
-        length[r] = csr.rowptr[b.row(k) + 1] - start[r];
-      }
-      b.row_lengths[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(length[r]);
+      b.row_lengths[static_cast<std::size_t>(q * kSliceRows + r)] = static_cast<std::int32_t>(length[r]);
       for (std::int64_t e = length[r]; e < width; ++e)
         vals[base + r + e * kSliceRows] = zero;
     }
