@@ -25,6 +25,9 @@ lib="$build/src/libpetscmp.so"
 [ -f "$lib" ] || { echo "check-petsc: $lib is missing; run make first" >&2; exit 2; }
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# every mpiexec of the harness (PETSCMPIEXEC replaces PETSc's MPIEXEC in its run scripts) with its own Open MPI
+# session directory: launches side by side must not race on the shared one (see own_mpi_session.sh)
+export PETSCMPIEXEC="$here/own_mpi_session.sh ${PETSCMPIEXEC:-mpiexec --oversubscribe}"
 PETSC_DIR=${PETSC_DIR:-$(pkg-config --variable=prefix petsc 2>/dev/null || true)}
 [ -d "$PETSC_DIR/include" ] || PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real
 examples="$PETSC_DIR/share/petsc/examples"
