@@ -663,6 +663,31 @@ TYPED_TEST(BuilderTest, RowSplit)
   check_mode<TypeParam>(o, {{r1, Format::fp32}, {r2, Format::fp64}});
 }
 
+// abs_value_sum adds 8 lanes and a tail: every count of values 0-20 (integers: exact in any order), negative,
+// zero, infinite and NaN ones among them, in one row and split over rows
+TYPED_TEST(BuilderTest, AbsValueSumCountsEveryValueOnce)
+{
+  for (int n = 0; n <= 20; ++n) {
+    std::vector<double> row;
+    double expected_sum         = 0.0;
+    std::int64_t expected_count = 0;
+    for (int k = 0; k < n; ++k) {
+      const double v = k % 7 == 3 ? 0.0 : k % 11 == 5 ? kInf : k % 13 == 9 ? kQNaN : (k % 2 ? -1.0 : 1.0) * (k + 1);
+      row.push_back(v);
+      if (std::isfinite(v) && v != 0.0) {
+        expected_sum += std::fabs(v);
+        ++expected_count;
+      }
+    }
+    const std::vector<double> head(row.begin(), row.begin() + n / 2), tail(row.begin() + n / 2, row.end());
+    for (const TestCsr<TypeParam> &m : {make_csr<TypeParam>({row}), make_csr<TypeParam>({head, {}, tail})}) {
+      const AbsSum s = abs_value_sum(m.view());
+      EXPECT_EQ(s.sum, expected_sum) << n << " values";
+      EXPECT_EQ(s.count, expected_count) << n << " values";
+    }
+  }
+}
+
 TYPED_TEST(BuilderTest, RowSplitMeanFromValues)
 {
   std::vector<double> twos(100, 2.0);
