@@ -548,6 +548,62 @@ template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
   return static_cast<std::int64_t>(sizeof(Index)) * (b.nnz + rows + 1);
 }
 
+// Slices of a listed block are read in groups of kAheadGroupSlices (256 rows:
+// a window the automatic layout sorts by length holds consecutive matrix
+// rows, so its entries are one span of the CSR arrays, read in a scattered
+// order). ListedRowsAhead asks for the next group's span, line by line, spread
+// over the slices of the current group, wherever that span is at most twice
+// as long as the group's entries and short enough to wait in L2; it returns
+// false where not (rows spread further), and the caller may ask row by row.
+// The values are asked for so (write_values), and the columns (slice_shape_of,
+// shape_slices). Zen 5, mixed operator 160^3 (all windows sorted), one process, alternated:
+// value-only refill fp32 0.136 -> 0.060 s, lossless 0.139 -> 0.068 s, fp16
+// 0.101 -> 0.049 s (row by row, kListedPrefetchSlices ahead, before); one
+// group further ahead, or the span asked for at once, no faster.
+constexpr std::int64_t kAheadGroupSlices = 256 / kSliceRows;
+constexpr std::int64_t kAheadMaxSpan     = std::int64_t(128) << 10; // bytes
+
+template <typename T> class ListedRowsAhead {
+public:
+  explicit ListedRowsAhead(const T *array) : array_(array) {}
+
+  // Before slice q is read; slices are read in increasing order.
+  template <typename Index> bool at_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q)
+  {
+    if (q % kAheadGroupSlices == 0 || q != last_ + 1) aim_at_group(csr, b, q / kAheadGroupSlices + 1);
+    last_ = q;
+    if (!next_) return false;
+    const std::int64_t slices_left = kAheadGroupSlices - q % kAheadGroupSlices;
+    const char *stop               = next_ + ((end_ - next_) / slices_left + 63) / 64 * 64;
+    for (; next_ < end_ && next_ < stop; next_ += 64)
+      __builtin_prefetch(next_);
+    return true;
+  }
+
+private:
+  template <typename Index> void aim_at_group(const CsrView<Index> &csr, const RowBlock &b, std::int64_t group)
+  {
+    const std::int64_t k0 = group * kAheadGroupSlices * kSliceRows,
+                       k1 = std::min(b.row_count(), k0 + kAheadGroupSlices * kSliceRows);
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0, entries = 0;
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const std::int64_t row = b.row(k), start = csr.rowptr[row], stop = csr.rowptr[row + 1];
+      lo = std::min(lo, start);
+      hi = std::max(hi, stop);
+      entries += stop - start;
+    }
+    next_ = end_ = nullptr;
+    if (k0 >= k1 || hi - lo > 2 * entries || (hi - lo) * static_cast<std::int64_t>(sizeof(T)) > kAheadMaxSpan) return;
+    next_ = reinterpret_cast<const char *>(array_ + lo);
+    end_  = reinterpret_cast<const char *>(array_ + hi);
+    next_ -= reinterpret_cast<std::uintptr_t>(next_) & 63;
+  }
+
+  const T *array_;
+  const char *next_ = nullptr, *end_ = nullptr;
+  std::int64_t last_ = -2;
+};
+
 // Whether the 8 block rows of slice q form a shifted slice: one length n, and
 // row r's columns are row 0's plus r.
 template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q)
@@ -578,7 +634,8 @@ template <typename Index> bool is_shifted_slice(const CsrView<Index> &csr, const
     const std::int64_t row = b.row(k0 + r);
     if (csr.rowptr[row + 1] - csr.rowptr[row] != n) return false;
     const Index *c = csr.cols + csr.rowptr[row];
-    bool shifted   = true; // no early exit: a loop the compiler vectorizes
+    if (c[0] != c0[0] + r) return false; // (most gathered slices end here, before a vector compare)
+    bool shifted = true;                 // no early exit: a loop the compiler vectorizes
     for (Index e = 0; e < n; ++e)
       shifted &= c[e] == c0[e] + r;
     if (!shifted) return false;
@@ -902,6 +959,19 @@ struct RowLists {
   }
 };
 
+// The columns of matrix rows [first, first + n), asked for ahead. The shifted-
+// slice test of a window reads a column or two of each slice whose rows have
+// one length, a line in every few, which the hardware prefetcher does not
+// follow: one miss after another (Zen 5, mixed operator 160^3: the sort of a
+// full build 0.073-0.081 -> 0.053 s, medians of 15, alternated).
+template <typename Index> void prefetch_window_columns(const CsrView<Index> &csr, std::int64_t first, std::int64_t n)
+{
+  const auto *line = reinterpret_cast<const char *>(csr.cols + csr.rowptr[first]);
+  const auto *end  = reinterpret_cast<const char *>(csr.cols + csr.rowptr[first + n]);
+  for (line -= reinterpret_cast<std::uintptr_t>(line) & 63; line < end; line += 64)
+    __builtin_prefetch(line);
+}
+
 // Sorts the rows of block b by decreasing length within windows of `window`
 // block rows (sigma), where a window then stores fewer padding entries and
 // holds no shifted slice; a sorted run block becomes a block listing its rows
@@ -918,6 +988,8 @@ std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window,
   std::int64_t sorted = 0;
   for (std::int64_t w = 0; w < nrows; w += window) {
     const std::int64_t n = std::min<std::int64_t>(nrows - w, window);
+    if (!b.grouped() && w + window < nrows)
+      prefetch_window_columns(csr, b.row(w + window), std::min(nrows - w - window, std::int64_t(window)));
     for (std::int64_t k = 0; k < n; ++k) {
       const std::int64_t row = b.row(w + k);
       len[k]                 = csr.rowptr[row + 1] - csr.rowptr[row];
@@ -1087,7 +1159,9 @@ void slice_shape_of(const CsrView<Index> &csr, const RowBlock &b, bool patched_s
   shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
   shape.shifted = shape.narrow = 0;
   const Index *first           = b.grouped() ? nullptr : csr.rowptr + b.row_begin; // run blocks: consecutive rows
+  ListedRowsAhead<Index> ahead(csr.cols);
   for (std::int64_t q = 0; q < nslices; ++q) {
+    if (!first) ahead.at_slice(csr, b, q);
     std::int64_t width    = 0;
     const std::int64_t k1 = std::min(nrows, (q + 1) * kSliceRows);
     if (first)
@@ -1180,6 +1254,35 @@ template <typename Index> NodeSizes node_sizes(const CsrView<Index> &csr, const 
   }
   if (ns.count > limit) ns.sizes = std::vector<std::uint8_t>();
   return ns;
+}
+
+// Whether run block b surely holds more than `limit` nodes: a node never spans
+// a change of row length or of first column, so the rows where either changes
+// are fewer than its nodes. This scan reads two row starts and two columns a
+// row, where node_rows_at compares patterns, and refuses a matrix without
+// nodes (a scalar stencil in any order, which node_sizes scans to two thirds)
+// in a fraction of the time (Zen 5, mixed operator 160^3 in a full build:
+// 0.030 -> 0.0064 s, medians of 15, alternated). It gives up, undecided, as
+// soon as its rows look like nodes (fewer changes than rows / kMinNodeRows).
+template <typename Index> bool surely_more_nodes_than(const CsrView<Index> &csr, const RowBlock &b, std::int64_t limit)
+{
+  if (b.grouped()) return false;
+  constexpr std::int64_t kStep = 4096;
+  const std::int64_t nrows     = b.row_count();
+  const Index *p               = csr.rowptr + b.row_begin;
+  std::int64_t starts          = nrows > 0; // rows that surely start a node: row 0, and those counted
+  for (std::int64_t k0 = 0; k0 + 1 < nrows; k0 += kStep) {
+    const std::int64_t k1 = std::min(nrows - 1, k0 + kStep);
+    for (std::int64_t k = k0; k < k1; ++k) { // does row k + 1 start a node?
+      const Index a = p[k], m = p[k + 1], z = p[k + 2];
+      starts += (m - a != z - m) || (z > m && csr.cols[a] != csr.cols[m]);
+    }
+    // rows past k1 that no node starting by row k1 can reach start nodes of at most kMaxNodeRows rows
+    const std::int64_t unreached = nrows - 1 - k1 - (kMaxNodeRows - 1);
+    if (starts + (unreached > 0 ? unreached / kMaxNodeRows : 0) > limit) return true;
+    if (kMinNodeRows * static_cast<double>(starts) <= static_cast<double>(k1 + 1)) return false;
+  }
+  return false;
 }
 
 // ns: node_sizes(csr, b, ...), so that the list is allocated once, at its
@@ -1673,15 +1776,11 @@ bool encode_slice(const double *const v[kSliceRows], const std::int64_t len[kSli
 // slices (prefetch_listed_rows).
 constexpr std::int64_t kListedPrefetchSlices = 16;
 
-// A block that lists its rows (sorted windows, long rows set apart, grouped
-// formats) reads them in an order the hardware prefetcher does not follow, one
-// short row after another: the values of the rows of slice q +
-// kListedPrefetchSlices, and the row starts of the slice twice as far, are
-// asked for ahead. Zen 5, mixed operator 205^3, lossless value-only refill,
-// one process per distance: 0.19-0.21 s without, 0.105-0.12 s at 16 or 32
-// slices, 0.13-0.17 s with the values alone (a CSR product: 0.085 s). In
-// later, slower hours of that VM (a CSR product 0.3-0.8 s) no gain either way:
-// kept as never slower, to be measured again (README, 2026-12-02).
+// A block that lists its rows reads them in an order the hardware prefetcher
+// does not follow, one short row after another: the values of the rows of
+// slice q + kListedPrefetchSlices, and the row starts of the slice twice as
+// far, are asked for ahead, row by row (rows spread over the matrix: grouped
+// formats, long rows set apart; ListedRowsAhead covers sorted windows).
 template <typename Index> void prefetch_listed_rows(const CsrView<Index> &csr, const RowBlock &b, std::int64_t q)
 {
   const std::int64_t rows = b.row_count(), values_at = (q + kListedPrefetchSlices) * kSliceRows,
@@ -1864,7 +1963,10 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
   const std::int64_t first = units.first, count = units.second < 0 ? b.unit_count() : units.second;
   [[maybe_unused]] const bool team = threads > 1 && count - first >= kMinParallelItems;
   std::atomic<bool> stopped{false};
-  PETSCMP_OMP(omp parallel for num_threads(threads) if (team) schedule(static))
+  PETSCMP_OMP(omp parallel num_threads(threads) if (team))
+  {
+    ListedRowsAhead<double> ahead(csr.values); // (each thread's own)
+  PETSCMP_OMP(omp for schedule(static))
   for (std::int64_t i = first; i < count; ++i) {
     if (stopped.load(std::memory_order_relaxed)) continue;
     // the unit's rows: block rows [k0, k1), or the node's consecutive matrix rows
@@ -1917,7 +2019,7 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
       if (nd) // entry e of the node's rows side by side, then e + 1
         write_node<S>(csr, *nd, row0, vals, end, u);
       else if (by_slice) {
-        if (listed) prefetch_listed_rows(csr, b, i);
+        if (listed && !ahead.at_slice(csr, b, i)) prefetch_listed_rows(csr, b, i);
         write_slice<S>(csr, b, i, vals, u, prefetch);
       } else {
         const std::int64_t row = b.row(i), start = csr.rowptr[row];
@@ -1945,6 +2047,7 @@ bool write_values(const CsrView<Index> &csr, RowBlock &b, KeepRow keep_row, [[ma
         write_unit(general);
       }
     }
+  }
   }
   return !stopped.load();
 }
@@ -2239,7 +2342,9 @@ template <typename S, typename Index> void shape_slices(const CsrView<Index> &cs
   S *vals                    = b.values.as<S>();
   std::int32_t *cols         = b.cols.data();
   const S zero               = encode_as<S>(0.0);
+  ListedRowsAhead<Index> ahead(csr.cols);
   for (std::int64_t q = 0; q < nslices; ++q) {
+    if (b.grouped()) ahead.at_slice(csr, b, q);
     const std::int64_t base = b.slice_offsets[q], width = (b.slice_offsets[q + 1] - base) / kSliceRows;
     std::int32_t *slice_cols = cols + b.slice_col_offsets[q];
     const bool shifted       = b.shifted_slice(q);
@@ -2373,7 +2478,11 @@ std::vector<NodeInfo> node_layout_of(const CsrView<Index> &csr, Layout layout, c
   const std::int64_t limit = layout == Layout::automatic
                                  ? static_cast<std::int64_t>(static_cast<double>(b.row_count()) / kMinNodeRows)
                                  : b.row_count();
-  const NodeSizes ns       = node_sizes(csr, b, limit);
+  if (limit < b.row_count() && surely_more_nodes_than(csr, b, limit)) {
+    nodes.clear();
+    return nodes;
+  }
+  const NodeSizes ns = node_sizes(csr, b, limit);
   if (ns.count > limit) {
     nodes.clear();
     return nodes;

@@ -1746,6 +1746,57 @@ TYPED_TEST(BuilderTest, AutomaticNodesFromOneAndAHalfRowsANode)
   }
 }
 
+// The automatic layout's node count near its limit, on blocks of many 4096-row steps, where a first scan of row
+// lengths and first columns may refuse nodes before the patterns are compared: rows alone (their first columns all
+// differ) and nodes of 8 rows, alone first or last. Nodes are taken exactly when single + nodes <= rows / 1.5, i.e.
+// for a share of single rows up to 13/21 = 0.619; rows of one length and first column but other columns are no nodes.
+TYPED_TEST(BuilderTest, NodeDecisionAtItsLimitOnLargeBlocks)
+{
+  using Index = TypeParam;
+  auto matrix = [](Index single, Index node_rows, bool single_first, bool same_first_column) {
+    TestCsr<Index> m;
+    auto add_row = [&](std::vector<Index> cols) {
+      for (Index c : cols) {
+        m.cols.push_back(c);
+        m.vals.push_back(1.0 + static_cast<double>((m.nrows + c) % 5));
+      }
+      m.rowptr.push_back(static_cast<Index>(m.vals.size()));
+      ++m.nrows;
+    };
+    auto add_single = [&] {
+      for (Index r = 0; r < single; ++r) // not shifted: row r + 1's columns are row r's plus 2
+        add_row(same_first_column ? std::vector<Index>{0, 2 * r + 1, 2 * r + 5}
+                                  : std::vector<Index>{2 * r, 2 * r + 5, 2 * r + 9});
+    };
+    auto add_nodes = [&] {
+      for (Index r = 0; r < node_rows; ++r)
+        add_row({3 * (r / 8), 3 * (r / 8) + 1, 3 * (r / 8) + 4});
+    };
+    if (single_first) add_single();
+    add_nodes();
+    if (!single_first) add_single();
+    m.ncols = 2 * single + 3 * node_rows + 16;
+    return m;
+  };
+  const Index rows = 24000;
+  for (bool single_first : {true, false})
+    for (double share : {0.60, 0.64}) {
+      SCOPED_TRACE(::testing::Message() << "single rows " << share << (single_first ? " first" : " last"));
+      const Index single = static_cast<Index>(share * rows) / 8 * 8, node_rows = rows - single;
+      const TestCsr<Index> m = matrix(single, node_rows, single_first, false);
+      const CompactCsr a     = build_compact_csr(m.view(), with_mode(StorageMode::lossless));
+      const bool nodes       = 1.5 * static_cast<double>(single + node_rows / 8) <= static_cast<double>(rows);
+      EXPECT_EQ(nodes, share < 0.619);
+      EXPECT_EQ(a.stats.node_rows, nodes ? rows : 0);
+      EXPECT_EQ(a.stats.nodes, nodes ? single + node_rows / 8 : 0);
+      check_compact(a, m, choose_row_formats(std::vector<CsrView<Index>>{m.view()}, with_mode(StorageMode::lossless)));
+    }
+  // single rows that share length and first column with their neighbours: each still its own node
+  const TestCsr<Index> m = matrix(16000, 8000, true, true);
+  const CompactCsr a     = build_compact_csr(m.view(), with_mode(StorageMode::fp32));
+  EXPECT_EQ(a.stats.node_rows, 0);
+}
+
 TYPED_TEST(BuilderTest, KnownPatternRunsGiveTheSameNodes)
 {
   std::mt19937_64 rng(41);
