@@ -962,15 +962,26 @@ struct RowLists {
   }
 };
 
-// The columns of matrix rows [first, first + n), asked for ahead. The shifted-
-// slice test of a window reads a column or two of each slice whose rows have
-// one length, a line in every few, which the hardware prefetcher does not
-// follow: one miss after another (Zen 5, mixed operator 160^3: the sort of a
-// full build 0.073-0.081 -> 0.053 s, medians of 15, alternated).
-template <typename Index> void prefetch_window_columns(const CsrView<Index> &csr, std::int64_t first, std::int64_t n)
+// The columns of block rows [k0, k1), asked for ahead where they span at
+// most an eighth more than their entries and kAheadMaxSpan (a run block's,
+// or a grouped block's rows that are most of their range). The shifted-slice
+// test of a window reads a column or two of each slice whose rows have one
+// length, a line in every few, which the hardware prefetcher does not follow:
+// one miss after another (Zen 5, mixed operator 160^3: the sort of a full
+// build 0.073-0.081 -> 0.053 s, medians of 15, alternated).
+template <typename Index>
+void prefetch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
 {
-  const auto *line = reinterpret_cast<const char *>(csr.cols + csr.rowptr[first]);
-  const auto *end  = reinterpret_cast<const char *>(csr.cols + csr.rowptr[first + n]);
+  const std::int64_t lo = csr.rowptr[b.row(k0)], hi = csr.rowptr[b.row(k1 - 1) + 1];
+  if (b.grouped()) {
+    std::int64_t entries = 0;
+    for (std::int64_t k = k0; k < k1; ++k)
+      entries += csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)];
+    if (hi - lo > entries + entries / 8) return;
+  }
+  if ((hi - lo) * static_cast<std::int64_t>(sizeof(Index)) > kAheadMaxSpan) return;
+  const auto *line = reinterpret_cast<const char *>(csr.cols + lo);
+  const auto *end  = reinterpret_cast<const char *>(csr.cols + hi);
   for (line -= reinterpret_cast<std::uintptr_t>(line) & 63; line < end; line += 64)
     __builtin_prefetch(line);
 }
@@ -991,8 +1002,7 @@ std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window,
   std::int64_t sorted = 0;
   for (std::int64_t w = 0; w < nrows; w += window) {
     const std::int64_t n = std::min<std::int64_t>(nrows - w, window);
-    if (!b.grouped() && w + window < nrows)
-      prefetch_window_columns(csr, b.row(w + window), std::min(nrows - w - window, std::int64_t(window)));
+    if (w + window < nrows) prefetch_window_columns(csr, b, w + window, std::min(nrows, w + 2 * std::int64_t(window)));
     for (std::int64_t k = 0; k < n; ++k) {
       const std::int64_t row = b.row(w + k);
       len[k]                 = csr.rowptr[row + 1] - csr.rowptr[row];
@@ -1259,9 +1269,9 @@ template <typename Index> NodeSizes node_sizes(const CsrView<Index> &csr, const 
   return ns;
 }
 
-// Whether run block b surely holds more than `limit` nodes: a node never spans
-// a change of row length or of first column, so the rows where either changes
-// are fewer than its nodes. This scan reads two row starts and two columns a
+// Whether block b surely holds more than `limit` nodes: a node never spans
+// a change of row length or of first column, or a gap between listed rows, so
+// the rows where one of them occurs are fewer than its nodes. This scan reads two row starts and two columns a
 // row, where node_rows_at compares patterns, and refuses a matrix without
 // nodes (a scalar stencil in any order, which node_sizes scans to two thirds)
 // in a fraction of the time (Zen 5, mixed operator 160^3 in a full build:
@@ -1269,17 +1279,21 @@ template <typename Index> NodeSizes node_sizes(const CsrView<Index> &csr, const 
 // soon as its rows look like nodes (fewer changes than rows / kMinNodeRows).
 template <typename Index> bool surely_more_nodes_than(const CsrView<Index> &csr, const RowBlock &b, std::int64_t limit)
 {
-  if (b.grouped()) return false;
   constexpr std::int64_t kStep = 4096;
   const std::int64_t nrows     = b.row_count();
-  const Index *p               = csr.rowptr + b.row_begin;
   std::int64_t starts          = nrows > 0; // rows that surely start a node: row 0, and those counted
+  const auto breaks_node_at    = [&](std::int64_t row, std::int64_t next) { // next: the block row after row
+    const Index a = csr.rowptr[row], m = csr.rowptr[row + 1], z = csr.rowptr[next + 1];
+    return next != row + 1 || m - a != z - csr.rowptr[next] || (z > m && csr.cols[a] != csr.cols[m]);
+  };
   for (std::int64_t k0 = 0; k0 + 1 < nrows; k0 += kStep) {
     const std::int64_t k1 = std::min(nrows - 1, k0 + kStep);
-    for (std::int64_t k = k0; k < k1; ++k) { // does row k + 1 start a node?
-      const Index a = p[k], m = p[k + 1], z = p[k + 2];
-      starts += (m - a != z - m) || (z > m && csr.cols[a] != csr.cols[m]);
-    }
+    if (b.grouped()) // (a node's rows are consecutive matrix rows)
+      for (std::int64_t k = k0; k < k1; ++k)
+        starts += breaks_node_at(b.rows[static_cast<std::size_t>(k)], b.rows[static_cast<std::size_t>(k + 1)]);
+    else
+      for (std::int64_t k = b.row_begin + k0; k < b.row_begin + k1; ++k)
+        starts += breaks_node_at(k, k + 1);
     // rows past k1 that no node starting by row k1 can reach start nodes of at most kMaxNodeRows rows
     const std::int64_t unreached = nrows - 1 - k1 - (kMaxNodeRows - 1);
     if (starts + (unreached > 0 ? unreached / kMaxNodeRows : 0) > limit) return true;

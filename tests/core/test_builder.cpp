@@ -1791,6 +1791,25 @@ TYPED_TEST(BuilderTest, NodeDecisionAtItsLimitOnLargeBlocks)
       EXPECT_EQ(a.stats.nodes, nodes ? single + node_rows / 8 : 0);
       check_compact(a, m, choose_row_formats(std::vector<CsrView<Index>>{m.view()}, with_mode(StorageMode::lossless)));
     }
+  // the same decision in blocks that list their rows: fp16 and fp64 rows in turn (single rows one by one, nodes
+  // node by node), each format a grouped block of half the single rows and half the nodes
+  for (double share : {0.60, 0.64}) {
+    SCOPED_TRACE(::testing::Message() << "two grouped formats, single rows " << share);
+    const Index single = static_cast<Index>(share * rows) / 16 * 16, node_rows = rows - single;
+    TestCsr<Index> m = matrix(single, node_rows, true, false);
+    for (Index r = 0; r < m.nrows; ++r)
+      if ((r < single ? r : (r - single) / 8) % 2)
+        for (Index k = m.rowptr[r]; k < m.rowptr[r + 1]; ++k)
+          m.vals[k] += 0.1; // (needs fp64)
+    const CompactCsr a = build_compact_csr(m.view(), with_mode(StorageMode::lossless));
+    ASSERT_EQ(a.blocks.size(), 2u);
+    for (const RowBlock &b : a.blocks)
+      EXPECT_TRUE(b.grouped());
+    const bool nodes = share < 0.619;
+    EXPECT_EQ(a.stats.node_rows, nodes ? rows : 0);
+    EXPECT_EQ(a.stats.nodes, nodes ? single + node_rows / 8 : 0);
+    check_compact(a, m, choose_row_formats(std::vector<CsrView<Index>>{m.view()}, with_mode(StorageMode::lossless)));
+  }
   // single rows that share length and first column with their neighbours: each still its own node
   const TestCsr<Index> m = matrix(16000, 8000, true, true);
   const CompactCsr a     = build_compact_csr(m.view(), with_mode(StorageMode::fp32));
