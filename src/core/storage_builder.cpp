@@ -553,17 +553,17 @@ template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
 // rows, so its entries are one span of the CSR arrays, read in a scattered
 // order). ListedRowsAhead asks for the next group's span, line by line, spread
 // over the slices of the current group, wherever that span is at most twice
-// the group's entries (a grouped format's rows among another's: the lines of
-// the other rows are asked for too, and still the misses cost more; mixed
-// operator 160^3 lossless, one row in 8, 3 or 2 in fp32, alternated in one
-// process: refills 0.33 / 0.18 / 0.17 s with at most an eighth more, 0.12 /
-// 0.13 / 0.13 s with twice) and short enough to wait in L2; it returns false
-// where not, and the caller may ask row by row.
-// The values are asked for so (write_values), and the columns (slice_shape_of,
-// shape_slices). Zen 5, mixed operator 160^3 (all windows sorted), one process, alternated:
-// value-only refill fp32 0.136 -> 0.060 s, lossless 0.139 -> 0.068 s, fp16
-// 0.101 -> 0.049 s (row by row, kListedPrefetchSlices ahead, before); one
-// group further ahead, or the span asked for at once, no faster.
+// the group's entries and short enough to wait in L2; it returns false where
+// not, and the caller may ask row by row. The values are asked for so
+// (write_values), and the columns (slice_shape_of, shape_slices).
+// Zen 5, in one process, alternated: mixed operator 160^3 (all windows
+// sorted), value-only refill fp32 0.136 -> 0.060 s, lossless 0.139 -> 0.068
+// s, fp16 0.101 -> 0.049 s (before: row by row, kListedPrefetchSlices ahead);
+// one group further ahead, or the span asked for at once, no faster. Where a
+// grouped format's rows lie among another's, the other rows' lines are asked
+// for too, and still the misses cost more: lossless, one row in 8, 3 or 2 in
+// fp32, refills 0.33 / 0.18 / 0.17 s with spans of at most 1.125 times the
+// entries, 0.12 / 0.13 / 0.13 s with twice.
 constexpr std::int64_t kAheadGroupSlices = 256 / kSliceRows;
 constexpr std::int64_t kAheadMaxSpan     = std::int64_t(128) << 10; // bytes
 
@@ -964,11 +964,11 @@ struct RowLists {
 };
 
 // The columns of block rows [k0, k1), asked for ahead where they span at
-// most twice their entries and kAheadMaxSpan (as ListedRowsAhead). The shifted-slice
-// test of a window reads a column or two of each slice whose rows have one
-// length, a line in every few, which the hardware prefetcher does not follow:
-// one miss after another (Zen 5, mixed operator 160^3: the sort of a full
-// build 0.073-0.081 -> 0.053 s, medians of 15, alternated).
+// most twice their entries and kAheadMaxSpan (as ListedRowsAhead). The
+// shifted-slice test of a window reads a column or two of each slice whose
+// rows have one length, a line in every few, which the hardware prefetcher
+// does not follow: one miss after another (Zen 5, mixed operator 160^3: the
+// sort of a full build 0.073-0.081 -> 0.053 s, medians of 15, alternated).
 template <typename Index>
 void prefetch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
 {
@@ -1269,14 +1269,15 @@ template <typename Index> NodeSizes node_sizes(const CsrView<Index> &csr, const 
   return ns;
 }
 
-// Whether block b surely holds more than `limit` nodes: a node never spans
-// a change of row length or of first column, or a gap between listed rows, so
-// the rows where one of them occurs are fewer than its nodes. This scan reads two row starts and two columns a
-// row, where node_rows_at compares patterns, and refuses a matrix without
-// nodes (a scalar stencil in any order, which node_sizes scans to two thirds)
-// in a fraction of the time (Zen 5, mixed operator 160^3 in a full build:
-// 0.030 -> 0.0064 s, medians of 15, alternated). It gives up, undecided, as
-// soon as its rows look like nodes (fewer changes than rows / kMinNodeRows).
+// Whether block b surely holds more than `limit` nodes: a node never spans a
+// change of row length or of first column, or a gap between listed rows, so
+// the rows where one of them occurs are fewer than its nodes. This scan reads
+// two row starts and two columns a row, where node_rows_at compares patterns,
+// and refuses a matrix without nodes (a scalar stencil in any order, which
+// node_sizes scans to two thirds) in a fraction of the time (Zen 5, mixed
+// operator 160^3 in a full build: 0.030 -> 0.0064 s, medians of 15,
+// alternated). It gives up, undecided, as soon as its rows look like nodes
+// (fewer changes than rows / kMinNodeRows).
 template <typename Index> bool surely_more_nodes_than(const CsrView<Index> &csr, const RowBlock &b, std::int64_t limit)
 {
   constexpr std::int64_t kStep = 4096;
