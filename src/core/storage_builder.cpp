@@ -567,6 +567,14 @@ template <typename Index> std::int64_t block_index_bytes(const RowBlock &b)
 constexpr std::int64_t kAheadGroupSlices = 256 / kSliceRows;
 constexpr std::int64_t kAheadMaxSpan     = std::int64_t(128) << 10; // bytes
 
+// Whether the span [lo, hi) of an array of element_bytes-wide entries, where
+// a group of listed rows keeps `entries` of them, is worth asking for whole:
+// at most twice the entries, and short enough to wait in L2.
+inline bool span_worth_asking(std::int64_t lo, std::int64_t hi, std::int64_t entries, std::size_t element_bytes)
+{
+  return hi - lo <= 2 * entries && (hi - lo) * static_cast<std::int64_t>(element_bytes) <= kAheadMaxSpan;
+}
+
 template <typename T> class ListedRowsAhead {
 public:
   explicit ListedRowsAhead(const T *array) : array_(array) {}
@@ -597,7 +605,7 @@ private:
       entries += stop - start;
     }
     next_ = end_ = nullptr;
-    if (k0 >= k1 || hi - lo > 2 * entries || (hi - lo) * static_cast<std::int64_t>(sizeof(T)) > kAheadMaxSpan) return;
+    if (k0 >= k1 || !span_worth_asking(lo, hi, entries, sizeof(T))) return;
     next_ = reinterpret_cast<const char *>(array_ + lo);
     end_  = reinterpret_cast<const char *>(array_ + hi);
     next_ -= reinterpret_cast<std::uintptr_t>(next_) & 63;
@@ -963,8 +971,8 @@ struct RowLists {
   }
 };
 
-// The columns of block rows [k0, k1), asked for ahead where they span at
-// most twice their entries and kAheadMaxSpan (as ListedRowsAhead). The
+// The columns of block rows [k0, k1), asked for ahead where their span is
+// worth asking for whole (span_worth_asking, as ListedRowsAhead). The
 // shifted-slice test of a window reads a column or two of each slice whose
 // rows have one length, a line in every few, which the hardware prefetcher
 // does not follow: one miss after another (Zen 5, mixed operator 160^3: the
@@ -973,13 +981,13 @@ template <typename Index>
 void prefetch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
 {
   const std::int64_t lo = csr.rowptr[b.row(k0)], hi = csr.rowptr[b.row(k1 - 1) + 1];
+  std::int64_t entries  = hi - lo; // a run block's rows follow one another
   if (b.grouped()) {
-    std::int64_t entries = 0;
+    entries = 0;
     for (std::int64_t k = k0; k < k1; ++k)
       entries += csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)];
-    if (hi - lo > 2 * entries) return;
   }
-  if ((hi - lo) * static_cast<std::int64_t>(sizeof(Index)) > kAheadMaxSpan) return;
+  if (!span_worth_asking(lo, hi, entries, sizeof(Index))) return;
   const auto *line = reinterpret_cast<const char *>(csr.cols + lo);
   const auto *end  = reinterpret_cast<const char *>(csr.cols + hi);
   for (line -= reinterpret_cast<std::uintptr_t>(line) & 63; line < end; line += 64)
