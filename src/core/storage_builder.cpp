@@ -981,7 +981,7 @@ template <typename Index>
 void prefetch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
 {
   const std::int64_t lo = csr.rowptr[b.row(k0)], hi = csr.rowptr[b.row(k1 - 1) + 1];
-  std::int64_t entries  = hi - lo; // a run block's rows follow one another
+  std::int64_t entries = hi - lo; // a run block's rows follow one another
   if (b.grouped()) {
     entries = 0;
     for (std::int64_t k = k0; k < k1; ++k)
