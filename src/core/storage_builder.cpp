@@ -728,23 +728,29 @@ std::int64_t vector_patch_count([[maybe_unused]] const CsrView<Index> &csr,
   for (std::int64_t e0 = 0; e0 < width; e0 += kChunk) {
     __m512i shifted[kSliceRows], agree[kSliceRows], live_count = zero;
     __mmask16 live[kSliceRows], negative = 0;
+    // Every loop over the lanes unrolled, with no branch on a lane's liveness,
+    // so that the 8 lanes' vectors stay in registers: a `continue` past the
+    // lanes without entries had the compiler keep them in memory, and the
+    // patch count was 17-19% of the mixed operator's full build (Zen 5, in one
+    // process, alternated: fp32 builds 0.271 -> 0.204 s, 0.566 -> 0.505 s).
+#pragma GCC unroll 8
     for (int l = 0; l < kSliceRows; ++l) {
       const std::int64_t left = l < lanes ? length[l] - e0 : 0;
       live[l]                 = left <= 0 ? 0 : left >= kChunk ? 0xffff : static_cast<__mmask16>((1u << left) - 1u);
       agree[l]                = zero;
-      shifted[l]              = zero;
-      if (!live[l]) continue;
       // a plain load where the array goes on (a masked one across two cache lines is slow on AMD Zen)
-      const std::int32_t *at = cols + start[l] + e0;
+      const std::int64_t at = live[l] ? start[l] + e0 : 0;
       const __m512i c =
-          start[l] + e0 + kChunk <= readable ? _mm512_loadu_si512(at) : _mm512_maskz_loadu_epi32(live[l], at);
-      shifted[l] = _mm512_sub_epi32(c, _mm512_set1_epi32(l));
+          at + kChunk <= readable ? _mm512_loadu_si512(cols + at) : _mm512_maskz_loadu_epi32(live[l], cols + at);
+      shifted[l] = _mm512_maskz_sub_epi32(live[l], c, _mm512_set1_epi32(l));
       live_count = _mm512_mask_add_epi32(live_count, live[l], live_count, one);
       negative |= _mm512_mask_cmplt_epi32_mask(live[l], shifted[l], zero);
     }
     if (negative) return kPatchCountUndecided;
     __m512i largest = zero; // per entry: the most other lanes one lane agrees with
+#pragma GCC unroll 8
     for (int l = 0; l < kSliceRows; ++l) {
+#pragma GCC unroll 8
       for (int m = l + 1; m < kSliceRows; ++m) {
         const __mmask16 same = _mm512_mask_cmpeq_epi32_mask(live[l] & live[m], shifted[l], shifted[m]);
         agree[l]             = _mm512_mask_add_epi32(agree[l], same, agree[l], one);
@@ -761,8 +767,10 @@ std::int64_t vector_patch_count([[maybe_unused]] const CsrView<Index> &csr,
     if (patches > max_slice_patches(width)) return -1;
     if (!bases) continue;
     __m512i base = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min()), differ = zero;
+#pragma GCC unroll 8
     for (int l = 0; l < kSliceRows; ++l) // the largest column of a largest group
       base = _mm512_mask_max_epi32(base, live[l] & _mm512_cmpeq_epi32_mask(agree[l], largest), base, shifted[l]);
+#pragma GCC unroll 8
     for (int l = 0; l < kSliceRows; ++l) // the lanes whose column is not the base's
       differ = _mm512_mask_or_epi32(differ, _mm512_mask_cmpneq_epi32_mask(live[l], shifted[l], base), differ,
                                     _mm512_set1_epi32(1 << l));
