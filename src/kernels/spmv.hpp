@@ -36,6 +36,17 @@ namespace openmp {
 int default_thread_count();
 // Whether this build has OpenMP threads at all.
 bool threads_available();
+// How the AVX-512 slice kernels read the 8 x entries of an entry of a gathered
+// slice (neither shifted nor patched): one gather instruction, or 8 scalar
+// loads into two registers of 4. The sums are bitwise the same either way.
+// automatic: gathers on Intel processors, where they ran 1.09-1.29x faster
+// (a Sapphire Rapids-class Xeon: Morton-numbered stencils, the mixed
+// operator), scalar loads elsewhere: on Zen 4 and Zen 5 a gather of 8 doubles
+// cost more than AIJ's scalar loop spends on 8 nonzeros. The AVX2 kernels
+// always use scalar loads. Tests and benchmarks force either.
+enum class GatheredX { automatic, scalar_loads, gathers };
+void set_gathered_x(GatheredX how);
+bool gathered_x_by_gathers(); // what the AVX-512 slice kernels do now
 template <typename Index>
 void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads);
 template <typename Index>

@@ -36,6 +36,19 @@ void PrintTo(StorageMode m, std::ostream *os)
 
 namespace {
 
+// Runs check() with the x of gathered slices read both ways the AVX-512
+// kernels can (8 scalar loads, one gather instruction), whatever this
+// processor's automatic choice is; then restores the automatic choice.
+template <typename Check> void with_both_gathered_reads(Check &&check)
+{
+  for (openmp::GatheredX how : {openmp::GatheredX::scalar_loads, openmp::GatheredX::gathers}) {
+    SCOPED_TRACE(how == openmp::GatheredX::gathers ? "x by gathers" : "x by scalar loads");
+    openmp::set_gathered_x(how);
+    check();
+  }
+  openmp::set_gathered_x(openmp::GatheredX::automatic);
+}
+
 constexpr double kU = 0x1p-53;
 double gamma_n(double n)
 {
@@ -211,18 +224,20 @@ void compare_backends(const Matrix<Index> &a, StorageMode mode, SumOrder order, 
 
     for (int nt : {1, 2, 3}) {
       SCOPED_TRACE("threads " + std::to_string(nt));
-      std::vector<double> y(nr, 5.0);
-      openmp::spmv(A, p, x.data(), nullptr, y.data(), nt);
-      for (std::size_t i = 0; i < nr; ++i)
-        ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
-      std::fill(y.begin(), y.end(), 5.0);
-      openmp::spmv(A, p, x.data(), z.data(), y.data(), nt);
-      for (std::size_t i = 0; i < nr; ++i)
-        ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
-      y = z; // z aliasing y
-      openmp::spmv(A, p, x.data(), y.data(), y.data(), nt);
-      for (std::size_t i = 0; i < nr; ++i)
-        ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
+      with_both_gathered_reads([&] {
+        std::vector<double> y(nr, 5.0);
+        openmp::spmv(A, p, x.data(), nullptr, y.data(), nt);
+        for (std::size_t i = 0; i < nr; ++i)
+          ASSERT_TRUE(same(y[i], ref[i])) << "row " << i << ": " << y[i] << " vs " << ref[i];
+        std::fill(y.begin(), y.end(), 5.0);
+        openmp::spmv(A, p, x.data(), z.data(), y.data(), nt);
+        for (std::size_t i = 0; i < nr; ++i)
+          ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
+        y = z; // z aliasing y
+        openmp::spmv(A, p, x.data(), y.data(), y.data(), nt);
+        for (std::size_t i = 0; i < nr; ++i)
+          ASSERT_TRUE(same(y[i], refz[i])) << "row " << i;
+      });
 
       std::vector<double> t(nc, 5.0), tz(nc, 5.0), ta = zt;
       openmp::spmv_transpose(A, p, xt.data(), nullptr, t.data(), nt);
@@ -457,7 +472,7 @@ template <typename Index> void run_row_shapes()
           ASSERT_EQ(A.order, order);
           for (int nt : {1, 2, 3}) {
             SCOPED_TRACE("threads " + std::to_string(nt));
-            check_bitwise(a, A, nt);
+            with_both_gathered_reads([&] { check_bitwise(a, A, nt); });
           }
         }
     }
@@ -510,16 +525,17 @@ TEST(SpmvOpenmpRowShapes, SlicePaddingAddsNothing)
           ASSERT_GT(A.stats.narrow_rows, A.stats.sliced_rows / 2) << "too few narrow slices";
         else
           ASSERT_LT(A.stats.narrow_rows, A.stats.sliced_rows / 2) << "too few slices with 32-bit columns";
-        for (int nt : {1, 2}) {
-          std::vector<double> ref(z.size()), y(z.size(), 7.0);
-          reference::spmv(A, a.pattern(), x.data(), z.data(), ref.data());
-          openmp::spmv(A, a.pattern(), x.data(), z.data(), y.data(), nt);
-          for (std::size_t i = 0; i < y.size(); ++i) {
-            ASSERT_TRUE(std::signbit(ref[i]) && ref[i] == 0.0) << "the reference's row " << i << " is not -0";
-            ASSERT_TRUE(same(y[i], ref[i]))
-                << (grouped ? "grouped" : "runs") << " row " << i << ", spread " << spread << ": " << y[i];
-          }
-        }
+        for (int nt : {1, 2})
+          with_both_gathered_reads([&] {
+            std::vector<double> ref(z.size()), y(z.size(), 7.0);
+            reference::spmv(A, a.pattern(), x.data(), z.data(), ref.data());
+            openmp::spmv(A, a.pattern(), x.data(), z.data(), y.data(), nt);
+            for (std::size_t i = 0; i < y.size(); ++i) {
+              ASSERT_TRUE(std::signbit(ref[i]) && ref[i] == 0.0) << "the reference's row " << i << " is not -0";
+              ASSERT_TRUE(same(y[i], ref[i]))
+                  << (grouped ? "grouped" : "runs") << " row " << i << ", spread " << spread << ": " << y[i];
+            }
+          });
       }
   }
 }
@@ -633,6 +649,22 @@ TEST(SpmvOpenmpRowShapes, CheckDetectsDifferences)
   std::vector<double> yb(64);
   openmp::spmv(Bs, a.pattern(), x.data(), nullptr, yb.data(), 1);
   EXPECT_FALSE(same(yb[3], ys[3]));
+}
+
+// The x of gathered slices: set_gathered_x forces either read, and the
+// automatic choice is gathers on Intel processors only.
+TEST(SpmvOpenmpGatheredX, SettingIsFollowed)
+{
+  openmp::set_gathered_x(openmp::GatheredX::gathers);
+  EXPECT_TRUE(openmp::gathered_x_by_gathers());
+  openmp::set_gathered_x(openmp::GatheredX::scalar_loads);
+  EXPECT_FALSE(openmp::gathered_x_by_gathers());
+  openmp::set_gathered_x(openmp::GatheredX::automatic);
+#if defined(__x86_64__)
+  EXPECT_EQ(openmp::gathered_x_by_gathers(), __builtin_cpu_is("intel"));
+#else
+  EXPECT_FALSE(openmp::gathered_x_by_gathers());
+#endif
 }
 
 TEST(SpmvOpenmpThreads, Available)

@@ -4,6 +4,7 @@
 // The transpose accumulates per thread and adds the thread buffers in thread
 // order: bitwise equal to the reference with one thread, to rounding otherwise.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <vector>
@@ -21,6 +22,13 @@ namespace petscmp {
 namespace openmp {
 
 namespace {
+
+// set_gathered_x's choice; automatic until a test or benchmark sets it
+std::atomic<GatheredX> &gathered_x_setting()
+{
+  static std::atomic<GatheredX> how{GatheredX::automatic};
+  return how;
+}
 
 // First entry of `offsets[lo..hi]` (nondecreasing) that is >= target.
 template <typename T>
@@ -180,6 +188,16 @@ template <typename C> inline __m256d load_x4(const double *xs, const C *cols)
 #endif
 
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
+// The 8 columns (or 16-bit offsets) of one entry of a gathered slice, as the indices of a gather.
+inline __m256i column_indices8(const std::uint16_t *c)
+{
+  return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(c)));
+}
+inline __m256i column_indices8(const std::int32_t *c)
+{
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c));
+}
+
 // Whether the rows in the lanes of `live` (the first ones) are the first one's, + 1, + 2, ...
 inline bool consecutive_rows(__m256i rows, __mmask8 live)
 {
@@ -248,6 +266,7 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
   const bool grouped       = block.grouped();
   const __m512d zero       = _mm512_setzero_pd();
   auto value8              = [&](std::int64_t at) { return vals.read8(static_cast<std::size_t>(at), 0xff); };
+  const bool gathers       = gathered_x_by_gathers();
   ValuesAhead ahead(vals.data(), block.stored_count());
   for (std::int64_t q = q0; q < q1; ++q) {
     ahead.upto(block.slice_offsets[q]);
@@ -308,7 +327,13 @@ void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, cons
                                             _mm_load_sd(x + patched.patches[i++]));
           return xe;
         });
-      } else
+      } else if (gathers)
+        with_gathered_columns(block, q, x, [&](const double *xs, auto slice_cols) {
+          add_products([&](std::int64_t e, __mmask8 m) {
+            return _mm512_mask_i32gather_pd(zero, m, column_indices8(slice_cols + e * kSliceRows), xs, 8);
+          });
+        });
+      else
         with_gathered_columns(block, q, x, [&](const double *xs, auto slice_cols) {
           sum = gathered_slice_sums<Order>(
               sum, lengths, width, [&](std::int64_t e) { return value8(base + e * kSliceRows); }, xs, slice_cols);
@@ -717,6 +742,29 @@ void nodes_transpose(const RowBlock &block, std::int64_t n0, std::int64_t n1, co
 }
 
 } // namespace
+
+void set_gathered_x(GatheredX how)
+{
+  gathered_x_setting().store(how, std::memory_order_relaxed);
+}
+
+bool gathered_x_by_gathers()
+{
+  switch (gathered_x_setting().load(std::memory_order_relaxed)) {
+  case GatheredX::gathers:
+    return true;
+  case GatheredX::scalar_loads:
+    return false;
+  case GatheredX::automatic:
+    break;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel;
+#else
+  return false;
+#endif
+}
 
 bool threads_available()
 {
