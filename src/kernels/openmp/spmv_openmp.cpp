@@ -251,7 +251,8 @@ inline __m512d gathered_slice_sums(__m512d sum8, __m256i lengths, std::int64_t w
 // Slices [q0, q1) of a sliced block, 8 rows per register: entry j of the 8
 // rows is one read of 8 values through the accessor, one read of their x and
 // one multiply. A gathered slice reads x with scalar loads, in two registers
-// of 4 rows (gathered_slice_sums), and masks the adds to the rows that have an
+// of 4 rows (gathered_slice_sums), or on Intel with one gather instruction
+// (gathered_x_by_gathers), and masks the adds to the rows that have an
 // entry j, so every row's sum takes exactly the reference's steps (no padding
 // term is added; a narrow slice's 16-bit offsets index x from its base
 // column); a shifted slice (all rows of one length, columns shifted by the
