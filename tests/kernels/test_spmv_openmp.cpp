@@ -667,6 +667,53 @@ TEST(SpmvOpenmpGatheredX, SettingIsFollowed)
 #endif
 }
 
+// A read asked for per call wins over the process-wide setting (aijmp times
+// the two on its matrix), and the products stay bitwise the reference's.
+// gathered_x_share counts the values of gathered slices: random columns fill
+// them, a banded matrix has shifted slices only.
+TEST(SpmvOpenmpGatheredX, PerCallReadIsFollowed)
+{
+  using openmp::GatheredX;
+  for (GatheredX global : {GatheredX::scalar_loads, GatheredX::gathers}) {
+    openmp::set_gathered_x(global);
+    EXPECT_TRUE(openmp::gathered_x_by_gathers(GatheredX::gathers));
+    EXPECT_FALSE(openmp::gathered_x_by_gathers(GatheredX::scalar_loads));
+    EXPECT_EQ(openmp::gathered_x_by_gathers(GatheredX::automatic), global == GatheredX::gathers);
+  }
+  openmp::set_gathered_x(GatheredX::automatic);
+
+  std::mt19937_64 rng(11);
+  const Matrix<std::int32_t> a = matrix_with_lengths<std::int32_t>(row_lengths(Lengths::random, rng), 2000, rng);
+  StorageOptions opts;
+  opts.layout                     = Layout::sliced;
+  const CompactCsr A              = build_compact_csr(a.view(), opts);
+  const Matrix<std::int32_t> band = stencil_matrix<std::int32_t>(4000, 0, Shape::runs, 45, 2048, 9);
+  const CompactCsr B              = build_compact_csr(band.view(), opts);
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  EXPECT_GT(openmp::gathered_x_share(A), 0.9) << "random columns make gathered slices";
+#else
+  EXPECT_EQ(openmp::gathered_x_share(A), 0.0) << "without the AVX-512 kernels the read is never asked for";
+#endif
+  EXPECT_EQ(openmp::gathered_x_share(B), 0.0) << "a band's slices are shifted";
+
+  const std::vector<double> x = random_vector(static_cast<std::size_t>(a.ncols), 17);
+  std::vector<double> want(static_cast<std::size_t>(a.nrows)), y(want.size());
+  reference::spmv(A, a.pattern(), x.data(), nullptr, want.data());
+  for (GatheredX global : {GatheredX::scalar_loads, GatheredX::gathers})
+    for (GatheredX call : {GatheredX::scalar_loads, GatheredX::gathers}) {
+      SCOPED_TRACE(std::string("set ") + (global == GatheredX::gathers ? "gathers" : "loads") + ", asked " +
+                   (call == GatheredX::gathers ? "gathers" : "loads"));
+      openmp::set_gathered_x(global);
+      for (int nt : {1, 2}) {
+        std::fill(y.begin(), y.end(), -1.0);
+        openmp::spmv(A, a.pattern(), x.data(), nullptr, y.data(), nt, call);
+        for (std::size_t i = 0; i < y.size(); ++i)
+          ASSERT_TRUE(same(y[i], want[i])) << "row " << i << ", threads " << nt;
+      }
+    }
+  openmp::set_gathered_x(GatheredX::automatic);
+}
+
 TEST(SpmvOpenmpThreads, Available)
 {
 #if defined(_OPENMP)

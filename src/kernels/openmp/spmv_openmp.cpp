@@ -252,7 +252,7 @@ inline __m512d gathered_slice_sums(__m512d sum8, __m256i lengths, std::int64_t w
 // rows is one read of 8 values through the accessor, one read of their x and
 // one multiply. A gathered slice reads x with scalar loads, in two registers
 // of 4 rows (gathered_slice_sums), or on Intel with one gather instruction
-// (gathered_x_by_gathers), and masks the adds to the rows that have an
+// (`gathers`: gathered_x_by_gathers), and masks the adds to the rows that have an
 // entry j, so every row's sum takes exactly the reference's steps (no padding
 // term is added; a narrow slice's 16-bit offsets index x from its base
 // column); a shifted slice (all rows of one length, columns shifted by the
@@ -260,14 +260,14 @@ inline __m512d gathered_slice_sums(__m512d sum8, __m256i lengths, std::int64_t w
 // reads the x of its rows as a gathered slice's with one masked plain load and
 // one masked broadcast per patch.
 template <SumOrder Order, typename S>
-void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
+void slices_avx512(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y,
+                   bool gathers)
 {
   const auto vals          = make_range(values_of<S>(block), static_cast<std::size_t>(block.stored_count()));
   const std::int64_t nrows = block.row_count();
   const bool grouped       = block.grouped();
   const __m512d zero       = _mm512_setzero_pd();
   auto value8              = [&](std::int64_t at) { return vals.read8(static_cast<std::size_t>(at), 0xff); };
-  const bool gathers       = gathered_x_by_gathers();
   ValuesAhead ahead(vals.data(), block.stored_count());
   for (std::int64_t q = q0; q < q1; ++q) {
     ahead.upto(block.slice_offsets[q]);
@@ -511,11 +511,13 @@ void slices_portable(const RowBlock &block, std::int64_t q0, std::int64_t q1, co
   }
 }
 
+// (gathers: how the AVX-512 kernel reads the x of gathered slices; the others use scalar loads)
 template <SumOrder Order, typename S>
-void slices(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y)
+void slices(const RowBlock &block, std::int64_t q0, std::int64_t q1, const double *x, const double *z, double *y,
+            [[maybe_unused]] bool gathers)
 {
 #if defined(PETSCMP_HAVE_AVX512_DECODE)
-  slices_avx512<Order, S>(block, q0, q1, x, z, y);
+  slices_avx512<Order, S>(block, q0, q1, x, z, y, gathers);
 #elif defined(PETSCMP_HAVE_AVX2_DECODE)
   slices_avx2<Order, S>(block, q0, q1, x, z, y);
 #else
@@ -749,9 +751,10 @@ void set_gathered_x(GatheredX how)
   gathered_x_setting().store(how, std::memory_order_relaxed);
 }
 
-bool gathered_x_by_gathers()
+bool gathered_x_by_gathers(GatheredX how)
 {
-  switch (gathered_x_setting().load(std::memory_order_relaxed)) {
+  if (how == GatheredX::automatic) how = gathered_x_setting().load(std::memory_order_relaxed);
+  switch (how) {
   case GatheredX::gathers:
     return true;
   case GatheredX::scalar_loads:
@@ -764,6 +767,23 @@ bool gathered_x_by_gathers()
   return intel;
 #else
   return false;
+#endif
+}
+
+double gathered_x_share(const CompactCsr &A)
+{
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  std::int64_t gathered = 0, stored = 0;
+  for (const RowBlock &b : A.blocks) {
+    stored += b.stored_count();
+    if (!b.sliced()) continue;
+    for (std::int64_t q = 0; q < b.slice_count(); ++q)
+      if (!b.shifted_slice(q) && !b.patched_slice(q)) gathered += b.slice_offsets[q + 1] - b.slice_offsets[q];
+  }
+  return stored ? static_cast<double>(gathered) / static_cast<double>(stored) : 0.0;
+#else
+  (void)A;
+  return 0.0;
 #endif
 }
 
@@ -850,10 +870,11 @@ inline bool interleave_blocks(const CompactCsr &A)
 
 // y = A x (+ z), unit u of a block read at unit_level(block, u) segments of
 // split storage (0: all): each thread's units in runs of one level, each run
-// through the block's kernel at that level.
+// through the block's kernel at that level; gathered slices read x by
+// gathers or by scalar loads (`gathers`).
 template <typename Index, typename UnitLevel>
 void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_level, const double *x, const double *z,
-                double *y, int nthreads)
+                double *y, int nthreads, bool gathers)
 {
   const int nt = threads_available() ? std::max(1, nthreads) : 1;
   auto run     = [&](const RowBlock &block, std::int64_t k0, std::int64_t k1) {
@@ -870,7 +891,7 @@ void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_l
           if (block.node_layout())
             nodes<O, S>(block, u0, u1, x, z, y);
           else if (block.sliced())
-            slices<O, S>(block, u0, u1, x, z, y);
+            slices<O, S>(block, u0, u1, x, z, y, gathers);
           else if (block.grouped())
             block_rows<O, S, true>(block, pattern, u0, u1, x, z, y);
           else
@@ -922,7 +943,8 @@ void spmv_units(const CompactCsr &A, CsrPattern<Index> pattern, UnitLevel unit_l
 } // namespace
 
 template <typename Index>
-void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads)
+void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const double *z, double *y, int nthreads,
+          GatheredX how)
 {
   if (A.entry_split()) { // the comparison baseline: two passes over the rows
     reference::spmv(A, pattern, x, z, y);
@@ -930,12 +952,13 @@ void spmv(const CompactCsr &A, CsrPattern<Index> pattern, const double *x, const
   }
   const int read = A.read_segments;
   spmv_units(
-      A, pattern, [read](const RowBlock &, std::int64_t) { return read; }, x, z, y, nthreads);
+      A, pattern, [read](const RowBlock &, std::int64_t) { return read; }, x, z, y, nthreads,
+      gathered_x_by_gathers(how));
 }
 
 template <typename Index>
 void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::uint8_t *levels, const double *x,
-                     const double *z, double *y, int nthreads)
+                     const double *z, double *y, int nthreads, GatheredX how)
 {
   if (A.entry_split()) throw StorageError("petscmp: per-row read levels need split storage, not an entry split");
   spmv_units(
@@ -948,7 +971,7 @@ void spmv_row_levels(const CompactCsr &A, CsrPattern<Index> pattern, const std::
           level = std::max<int>(level, levels[block.row(k)]);
         return level;
       },
-      x, z, y, nthreads);
+      x, z, y, nthreads, gathered_x_by_gathers(how));
 }
 
 template <typename Index>
@@ -1004,13 +1027,13 @@ void spmv_transpose(const CompactCsr &A, CsrPattern<Index> pattern, const double
 }
 
 template void spmv<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *, double *,
-                                 int);
+                                 int, GatheredX);
 template void spmv<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *, double *,
-                                 int);
+                                 int, GatheredX);
 template void spmv_row_levels<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const std::uint8_t *,
-                                            const double *, const double *, double *, int);
+                                            const double *, const double *, double *, int, GatheredX);
 template void spmv_row_levels<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const std::uint8_t *,
-                                            const double *, const double *, double *, int);
+                                            const double *, const double *, double *, int, GatheredX);
 template void spmv_transpose<std::int32_t>(const CompactCsr &, CsrPattern<std::int32_t>, const double *, const double *,
                                            double *, int);
 template void spmv_transpose<std::int64_t>(const CompactCsr &, CsrPattern<std::int64_t>, const double *, const double *,
