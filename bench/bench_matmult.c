@@ -107,6 +107,25 @@ static PetscErrorCode FillX(Vec x)
 /* MatAIJMPGetInfo(P, info), which builds or refills the compact copy when it is stale, and the seconds that build
    took: the time of the AIJMPBuild event (slowest rank). The call's own wall time would count more than the build:
    MatAIJMPGetInfo also measures the values' largest changes, on demand, in one pass. */
+/* How the mode's compact kernel read x in gathered slices during the timed products (-mat_aijmp_gathered_x). */
+static PetscErrorCode PrintGatheredX(MPI_Comm comm, const MatAIJMPInfo *info)
+{
+  const PetscInt64 *p = info->gathered_x_parts;
+
+  PetscFunctionBeginUser;
+  if (info->sliced_rows == 0) PetscFunctionReturn(0);
+  if (p[0] + p[1] + p[2] == 1 && p[0] == 0)
+    PetscCall(PetscPrintf(comm, "  %-16s x of gathered slices by %s (timed: scalar loads %.2f ms, gathers %.2f ms)\n",
+                          "", p[1] ? "scalar loads" : "gathers", (double)info->gathered_x_ms[0],
+                          (double)info->gathered_x_ms[1]));
+  else
+    PetscCall(PetscPrintf(comm,
+                          "  %-16s x of gathered slices: local blocks by the processor's rule %" PetscInt64_FMT
+                          ", by scalar loads %" PetscInt64_FMT ", by gathers %" PetscInt64_FMT "\n",
+                          "", p[0], p[1], p[2]));
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode GetInfoTimingBuild(Mat P, MPI_Comm comm, MatAIJMPInfo *info, double *seconds)
 {
   PetscEventPerfInfo before, after;
@@ -368,7 +387,10 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
       lossless_info = row->info;
       have_lossless = PETSC_TRUE;
     }
-    PetscCall(MatMult(P, x, y)); /* warm-up, untimed */
+    /* warm-up, untimed: also the 6 timed products of -mat_aijmp_gathered_x auto, where they run */
+    for (int w = 0; w < 7; w++)
+      PetscCall(MatMult(P, x, y));
+    PetscCall(MatAIJMPGetInfo(P, &row->info));
     for (PetscInt r = 0; r < reps; r++) {
       /* alternate AIJ, SELL and the mode, rotating which goes first */
       for (int s = 0; s < 3; s++) {
@@ -453,6 +475,7 @@ static PetscErrorCode BenchMatrix(const char *title, Mat A, PetscInt reps, Petsc
       PetscCall(PetscStrcpy(rebuild, "- (no copy: AIJ's kernel)"));
     PetscCall(PetscPrintf(comm, "  %-16s build %.3f s = %.1f MatMults; rebuild after MatScale: %s\n", row->name + 6,
                           row->build_s, 1e3 * row->build_s / rows[0].ms, rebuild));
+    PetscCall(PrintGatheredX(comm, &row->info));
     if (row->full_rebuild_s >= 0 && row->touch_s >= 0) {
       char forced[64] = "another layout (sorting by length is automatic only)";
       if (row->forced_rebuild_s >= 0)

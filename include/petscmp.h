@@ -98,6 +98,29 @@ typedef enum {
 } MatAIJMPKernel;
 PETSC_EXTERN const char *const MatAIJMPKernels[];
 
+/*E
+   MatAIJMPGatheredX - how the AVX-512 kernels of a `MATAIJMP` matrix read the vector entries of gathered slices
+   (sliced rows whose columns are neither a stencil's shifted ones nor patched: 8 rows, 8 columns per entry)
+
+$  MAT_AIJMP_GATHERED_X_AUTO    - measured at run time (default): where gathered slices hold at least a tenth of the
+$                                 stored values, the first compact products alternate between the two reads (both give
+$                                 the same result bit for bit) and the faster by median time is kept for the nonzero
+$                                 pattern; elsewhere, and until then, gathers on Intel processors and scalar loads on
+$                                 others
+$  MAT_AIJMP_GATHERED_X_LOADS   - 8 scalar loads per entry
+$  MAT_AIJMP_GATHERED_X_GATHERS - one gather instruction per entry
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetGatheredX()`, `MATAIJMP`
+E*/
+typedef enum {
+  MAT_AIJMP_GATHERED_X_AUTO,
+  MAT_AIJMP_GATHERED_X_LOADS,
+  MAT_AIJMP_GATHERED_X_GATHERS
+} MatAIJMPGatheredX;
+PETSC_EXTERN const char *const MatAIJMPGatheredXs[];
+
 /* Storage formats, in the order of the per-format arrays of MatAIJMPInfo. */
 typedef enum {
   PETSCMP_FP64,
@@ -139,6 +162,12 @@ PETSC_EXTERN const char *const PetscMPFormats[];
 .  kernel_trial_in     - the most products any such block still computes with AIJ's kernel before its trial
 .  kernel_ms[k]        - serial, `MAT_AIJMP_KERNEL_AUTO` once decided: median time in ms of the timed AIJ (0) and
                          compact (1) products
+.  gathered_x_parts[k] - local blocks whose gathered slices read x by the rule of the processor (k = 0: auto, where
+                         the copy has few gathered slices or the build no AVX-512 kernels, or before the trial), by
+                         scalar loads (1) or by gathers (2), as set or as their timed products chose; see
+                         `MatAIJMPSetGatheredX()`
+.  gathered_x_ms[k]    - serial, once decided: median time in ms of the products timed with scalar loads (0) and with
+                         gathers (1)
 .  builds              - compact copies built from scratch since the matrix was created: row formats, layout, indices
                          and values (with MPI: of the diagonal block, the most of any process)
 -  value_builds        - value-only rebuilds: after a change of values with the same nonzero pattern, when every row
@@ -185,6 +214,8 @@ typedef struct {
   PetscInt64 kernel_deferred;
   PetscInt64 kernel_trial_in;
   PetscReal kernel_ms[2];
+  PetscInt64 gathered_x_parts[3];
+  PetscReal gathered_x_ms[2];
   PetscInt64 builds;
   PetscInt64 value_builds;
   PetscInt64 sorted_windows;
@@ -212,6 +243,8 @@ PETSC_EXTERN PetscErrorCode MatAIJMPSetLayout(Mat, MatAIJMPLayout);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetLayout(Mat, MatAIJMPLayout *);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetKernel(Mat, MatAIJMPKernel);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetKernel(Mat, MatAIJMPKernel *);
+PETSC_EXTERN PetscErrorCode MatAIJMPSetGatheredX(Mat, MatAIJMPGatheredX);
+PETSC_EXTERN PetscErrorCode MatAIJMPGetGatheredX(Mat, MatAIJMPGatheredX *);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetInfo(Mat, MatAIJMPInfo *);
 PETSC_EXTERN PetscErrorCode MatAIJMPSetReadLevel(Mat, PetscInt);
 PETSC_EXTERN PetscErrorCode MatAIJMPGetReadLevel(Mat, PetscInt *);

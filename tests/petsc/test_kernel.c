@@ -1,6 +1,8 @@
 static char help[] = "aijmp kernel selection (-mat_aijmp_kernel auto|aij|compact): every product bitwise AIJ's in\n"
                      "lossless mode whatever the kernel, auto decides after its timed products, the choice restarts\n"
-                     "with a new nonzero pattern, and values freed for AIJ's kernel are never read stale.\n"
+                     "with a new nonzero pattern, and values freed for AIJ's kernel are never read stale. The read\n"
+                     "of x in gathered slices (-mat_aijmp_gathered_x auto|loads|gathers): bitwise the same products,\n"
+                     "auto timed after the kernel choice.\n"
                      "  -M <n>: global rows (default 600)\n\n";
 
 #include "petscmp_test.h"
@@ -268,6 +270,97 @@ static PetscErrorCode TestDeferredTrial(const TestMatOpts *o, ProductVecs *v, Pe
   PetscFunctionReturn(0);
 }
 
+static PetscErrorCode ExpectGatheredXParts(Mat B, PetscInt64 rule, PetscInt64 loads, PetscInt64 gathers, const char *what)
+{
+  MatAIJMPInfo info;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  TEST_CHECK(PETSC_COMM_WORLD, info.gathered_x_parts[0] == rule && info.gathered_x_parts[1] == loads && info.gathered_x_parts[2] == gathers,
+             "%s: gathered-x parts (rule, loads, gathers) = (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT
+             "), expected (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT ")",
+             what, info.gathered_x_parts[0], info.gathered_x_parts[1], info.gathered_x_parts[2], rule, loads, gathers);
+  PetscFunctionReturn(0);
+}
+
+/* Every one of the `parts` local blocks chose its read of x by timing. */
+static PetscErrorCode ExpectGatheredXDecided(Mat B, PetscInt64 parts, const char *what)
+{
+  MatAIJMPInfo info;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatAIJMPGetInfo(B, &info));
+  const PetscInt64 timed = info.gathered_x_parts[1] + info.gathered_x_parts[2];
+  TEST_CHECK(PETSC_COMM_WORLD, timed == parts && info.gathered_x_parts[0] == 0,
+             "%s: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks chose their read of x by timing, %" PetscInt64_FMT
+             " read it by the rule", what, timed, parts, info.gathered_x_parts[0]);
+  PetscFunctionReturn(0);
+}
+
+/* The read of x in gathered slices (random columns, sliced layout): forced loads, forced gathers and auto give
+   bitwise the same products; auto, in fp32 (no kernel trial), decides after 6 products where the build has the
+   AVX-512 kernels; in lossless mode its trial follows the kernel's. Bad values are refused. */
+static PetscErrorCode TestGatheredX(const TestMatOpts *o_in, ProductVecs *v, PetscInt64 parts)
+{
+  const MatAIJMPGatheredX reads[3] = {MAT_AIJMP_GATHERED_X_AUTO, MAT_AIJMP_GATHERED_X_LOADS, MAT_AIJMP_GATHERED_X_GATHERS};
+  const char             *isa      = PetscMPCompiledISA();
+  const PetscBool         avx512   = strstr(isa, "AVX-512(F,BW,VL)") && strstr(isa, "F16C") ? PETSC_TRUE : PETSC_FALSE;
+  TestMatOpts             o        = *o_in;
+  Mat                     A, B[3];
+  MatAIJMPGatheredX       got;
+
+  PetscFunctionBeginUser;
+  o.inode = PETSC_FALSE; /* rows of their own: gathered slices */
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJ, &o, &A));
+  for (int k = 0; k < 3; k++) {
+    PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, &o, &B[k]));
+    PetscCall(MatAIJMPSetStorage(B[k], MAT_AIJMP_FP32));
+    PetscCall(MatAIJMPSetLayout(B[k], MAT_AIJMP_LAYOUT_SLICED));
+    PetscCall(MatAIJMPSetGatheredX(B[k], reads[k]));
+    PetscCall(MatAIJMPGetGatheredX(B[k], &got));
+    TEST_CHECK(PETSC_COMM_WORLD, got == reads[k], "MatAIJMPGetGatheredX returned %s, set %s", MatAIJMPGatheredXs[got],
+               MatAIJMPGatheredXs[reads[k]]);
+  }
+  PetscCall(ExpectGatheredXParts(B[0], parts, 0, 0, "gathered x auto before any product"));
+  PetscCall(MatMult(B[1], v->x, v->yref));
+  for (int p = 0; p < 8; p++) {
+    PetscCall(MatMult(B[0], v->x, v->y));
+    PetscCall(TestCheckBitwise(v->y, v->yref, "fp32, gathered x auto against loads"));
+    PetscCall(MatMult(B[2], v->x, v->y));
+    PetscCall(TestCheckBitwise(v->y, v->yref, "fp32, gathered x by gathers against loads"));
+    if (p == 4) PetscCall(ExpectGatheredXParts(B[0], parts, 0, 0, "gathered x auto after 5 products"));
+  }
+  /* every block has gathered slices (random columns; the diagonal blocks' rows also hold i and i + 1): all decide */
+  if (avx512) PetscCall(ExpectGatheredXDecided(B[0], parts, "gathered x auto after 8 products"));
+  else PetscCall(ExpectGatheredXParts(B[0], parts, 0, 0, "gathered x auto after 8 products, no AVX-512 kernels"));
+  {
+    char        text[8192];
+    const char *want = !avx512 ? "x of gathered slices, auto: " /* then the rule's read, not timed */
+                       : parts == 1 ? "timed products: scalar loads " /* the medians of the one block */
+                                    : "local blocks, "; /* the counts of the MPI blocks */
+    PetscCall(TestViewInfoText(B[0], "gathered_x_auto", text, sizeof text));
+    TEST_CHECK(PETSC_COMM_WORLD, strstr(text, want) != NULL, "the view of gathered x auto lacks \"%s\":\n%s", want, text);
+    PetscCall(TestViewInfoText(B[2], "gathered_x_set", text, sizeof text));
+    TEST_CHECK(PETSC_COMM_WORLD, strstr(text, "x of gathered slices: gathers (set)") != NULL,
+               "the view of gathered x set to gathers lacks its line:\n%s", text);
+  }
+  PetscCall(ExpectGatheredXParts(B[1], 0, parts, 0, "gathered x set to loads"));
+  PetscCall(ExpectGatheredXParts(B[2], 0, 0, parts, "gathered x set to gathers"));
+  EXPECT_ERROR(MatAIJMPSetGatheredX(B[0], (MatAIJMPGatheredX)5), "MatAIJMPSetGatheredX(5)");
+  for (int k = 0; k < 3; k++) PetscCall(MatDestroy(&B[k]));
+
+  /* lossless: the kernel trial first (6 products), then the read's (6 more, where the compact kernel won) */
+  PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, &o, &B[0]));
+  PetscCall(MatAIJMPSetLayout(B[0], MAT_AIJMP_LAYOUT_SLICED));
+  PetscCall(CheckMults(B[0], A, v, 6, "lossless, gathered x auto, kernel trial"));
+  PetscCall(ExpectGatheredXParts(B[0], parts, 0, 0, "gathered x auto during the kernel trial"));
+  PetscCall(CheckMults(B[0], A, v, 6, "lossless, gathered x auto, its own trial"));
+  PetscCall(CheckProducts(B[0], A, v, "lossless, gathered x decided"));
+  PetscCall(MatDestroy(&B[0]));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(0);
+}
+
 int main(int argc, char **argv)
 {
   TestMatOpts o;
@@ -302,6 +395,7 @@ int main(int argc, char **argv)
   PetscCall(TestAuto(&o, &v, parts));
   PetscCall(TestLossy(&o, &v, parts));
   PetscCall(TestDeferredTrial(&o, &v, parts));
+  PetscCall(TestGatheredX(&o, &v, parts));
 
   Vec *all[] = {&v.x, &v.y, &v.z, &v.yref, &v.xt, &v.yt, &v.zt, &v.ytref};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) PetscCall(VecDestroy(all[k]));

@@ -2,14 +2,17 @@
 #include <cmath>
 
 #include "mat/aijmp/aijmpimpl.h"
+#include "spmv.hpp"
 
 const char *const MatAIJMPStorages[] = {"lossless",   "fp32",     "fp16",       "bf16",   "fp11_20", "fp11_4",
                                         "tolerance",  "rowsplit", "entrysplit", "split2", "split4",  "MatAIJMPStorage",
                                         "MAT_AIJMP_", nullptr};
 const char *const MatAIJMPLayouts[] = {"auto", "csr", "sliced", "node", "MatAIJMPLayout", "MAT_AIJMP_LAYOUT_", nullptr};
 const char *const MatAIJMPKernels[] = {"auto", "aij", "compact", "MatAIJMPKernel", "MAT_AIJMP_KERNEL_", nullptr};
-const char *const PetscMPFormats[]  = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
-                                       "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
+const char *const MatAIJMPGatheredXs[] = {"auto", "loads", "gathers", "MatAIJMPGatheredX", "MAT_AIJMP_GATHERED_X_",
+                                          nullptr};
+const char *const PetscMPFormats[]     = {"fp64",   "fp32",          "fp16",     "bf16", "fp11_20",
+                                          "fp11_4", "PetscMPFormat", "PETSCMP_", nullptr};
 
 namespace petscmp {
 
@@ -112,6 +115,12 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                               "Kernel auto, lossless, where the compact copy would read over 90% of AIJ's inode "
                               "bytes: products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
                               "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
+    PetscCall(PetscOptionsEnum("-mat_aijmp_gathered_x",
+                               "How the AVX-512 kernels read x in gathered slices (bitwise the same sums): auto (both "
+                               "timed on the first products where such slices hold 10% of the values), loads or "
+                               "gathers",
+                               "MatAIJMPSetGatheredX", MatAIJMPGatheredXs, (PetscEnum)s.gathered_x,
+                               (PetscEnum *)&s.gathered_x, nullptr));
   }
   PetscCall(PetscOptionsInt(OptionName(family, "read_level"),
                             "Split storage (split2, split4): the segments of each value products read, most "
@@ -216,6 +225,11 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
     if (flg) s.kernel = static_cast<MatAIJMPKernel>(kernel);
   }
   PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_kernel_trial_after", &s.trial_after, nullptr));
+  if (!(s.explicitly_set & kSetGatheredX)) {
+    PetscInt read = static_cast<PetscInt>(s.gathered_x);
+    PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_gathered_x", MatAIJMPGatheredXs, 3, &read, &flg));
+    if (flg) s.gathered_x = static_cast<MatAIJMPGatheredX>(read);
+  }
   PetscFunctionReturn(0);
 }
 
@@ -348,6 +362,39 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
   PetscFunctionReturn(0);
 }
 
+// One line, where the copy has sliced rows: how the compact kernel reads the x of its gathered slices.
+static PetscErrorCode AIJMPViewGatheredX(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s)
+{
+  static const char *const read[] = {"the automatic rule", "scalar loads", "gathers"};
+  const char *const rule          = openmp::gathered_x_by_gathers() ? "gathers" : "scalar loads";
+
+  PetscFunctionBegin;
+  const PetscInt64 parts = info.gathered_x_parts[0] + info.gathered_x_parts[1] + info.gathered_x_parts[2];
+  if (info.sliced_rows == 0 || parts == 0) PetscFunctionReturn(0);
+  if (s.gathered_x != MAT_AIJMP_GATHERED_X_AUTO)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  x of gathered slices: %s (set)\n", read[s.gathered_x]));
+  else if (info.gathered_x_parts[0] == parts)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  x of gathered slices, auto: %s, the rule of this processor (not timed: "
+                                     "gathered slices hold under %d%% of the values, or the trial has not run yet)\n",
+                                     rule, (int)(100 * GatheredXSelection::kMinShare)));
+  else if (parts == 1 && info.gathered_x_parts[0] == 0)
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  x of gathered slices, auto: %s (median of %d timed products: scalar loads "
+                                     "%.4g ms, gathers %.4g ms)\n",
+                                     read[info.gathered_x_parts[1] ? 1 : 2], TimedChoice::kSamples,
+                                     (double)info.gathered_x_ms[0], (double)info.gathered_x_ms[1]));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  x of gathered slices, auto (the faster of scalar loads and gathers, bitwise "
+                                     "the same, where such slices hold %d%% of a block's values): of %" PetscInt64_FMT
+                                     " local blocks, %" PetscInt64_FMT " chose scalar loads, %" PetscInt64_FMT
+                                     " gathers, %" PetscInt64_FMT " read by the rule of this processor (%s)\n",
+                                     (int)(100 * GatheredXSelection::kMinShare), parts, info.gathered_x_parts[1],
+                                     info.gathered_x_parts[2], info.gathered_x_parts[0], rule));
+  PetscFunctionReturn(0);
+}
+
 PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s, int format_group,
                              const char *family)
 {
@@ -432,6 +479,7 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   }
   if (info.segments > 0) PetscCall(AIJMPViewSegments(viewer, info));
   if (is_aijmp(family)) PetscCall(AIJMPViewKernel(viewer, info, s));
+  if (is_aijmp(family)) PetscCall(AIJMPViewGatheredX(viewer, info, s));
   PetscCall(PetscViewerASCIIPrintf(viewer,
                                    "  builds: %" PetscInt64_FMT " full, %" PetscInt64_FMT
                                    " value-only (same pattern and row formats: layout and indices kept)\n",
@@ -708,6 +756,74 @@ PetscErrorCode MatAIJMPGetKernel(Mat A, MatAIJMPKernel *kernel)
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
   PetscCall(AIJMPQuerySettings(A, &s));
   *kernel = s ? s->kernel : MAT_AIJMP_KERNEL_AUTO;
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPSetGatheredX - Sets how the AVX-512 kernels of a `MATAIJMP` matrix read the vector entries of gathered slices
+
+   Logically Collective
+
+   Input Parameters:
++  A - the matrix
+-  read - see `MatAIJMPGatheredX`
+
+   Options Database Key:
+.  -mat_aijmp_gathered_x <auto,loads,gathers> - the read
+
+   Notes:
+   A gathered slice is 8 sliced rows whose columns are neither a stencil's (shifted by one per row) nor patched ones:
+   each of its entries needs 8 vector entries from 8 places, read by one gather instruction or by 8 scalar loads. The
+   sums are bitwise the same either way; only the speed differs, and by processor: gathers ran 1.09-1.29x faster on
+   an Intel Xeon with AVX512-FP16, scalar loads faster on AMD Zen 4 and Zen 5, and processors whose gathers carry a
+   microcode mitigation may differ again. With `MAT_AIJMP_GATHERED_X_AUTO` (the default), where gathered slices hold
+   at least a tenth of a copy's stored values, the first six compact products of each nonzero pattern (after the
+   choice of `MatAIJMPSetKernel()`, where one is timed) alternate between the two reads, timed one by one, and the
+   faster by median time is kept; elsewhere, and before that, the rule of the processor applies (gathers on Intel,
+   scalar loads on others). With MPI each rank chooses for its diagonal and off-diagonal blocks alone. Builds without
+   the AVX-512 kernels, and matrices of other types, ignore this setting. `-mat_view ::ascii_info` and
+   `MatAIJMPGetInfo()` report the choice.
+
+   Level: advanced
+
+.seealso: `MATAIJMP`, `MatAIJMPGatheredX`, `MatAIJMPGetGatheredX()`, `MatAIJMPSetKernel()`, `MatAIJMPGetInfo()`
+@*/
+PetscErrorCode MatAIJMPSetGatheredX(Mat A, MatAIJMPGatheredX read)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCheck(read >= MAT_AIJMP_GATHERED_X_AUTO && read <= MAT_AIJMP_GATHERED_X_GATHERS, PetscObjectComm((PetscObject)A),
+             PETSC_ERR_ARG_OUTOFRANGE, "Unknown read of x in gathered slices %d: use auto, loads or gathers",
+             (int)read);
+  PetscCall(AIJMPChangeSettings(
+      A, kSetGatheredX, [&](AIJMPSettings &s) { s.gathered_x = read; }, false));
+  PetscFunctionReturn(0);
+}
+
+/*@
+   MatAIJMPGetGatheredX - Gets how a `MATAIJMP` matrix is set to read x in gathered slices (what `auto` chose:
+   `MatAIJMPGetInfo()`)
+
+   Not Collective
+
+   Input Parameter:
+.  A - the matrix
+
+   Output Parameter:
+.  read - the setting (`MAT_AIJMP_GATHERED_X_AUTO` for matrices of other types)
+
+   Level: advanced
+
+.seealso: `MatAIJMPSetGatheredX()`
+@*/
+PetscErrorCode MatAIJMPGetGatheredX(Mat A, MatAIJMPGatheredX *read)
+{
+  AIJMPSettings *s;
+
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscCall(AIJMPQuerySettings(A, &s));
+  *read = s ? s->gathered_x : MAT_AIJMP_GATHERED_X_AUTO;
   PetscFunctionReturn(0);
 }
 

@@ -40,6 +40,8 @@ struct AIJMPSettings {
   MatAIJMPKernel kernel = MAT_AIJMP_KERNEL_AUTO;
   // auto, lossless, a copy that saves under 10% of AIJ's inode bytes: AIJ products before the timed trial (< 0: never)
   PetscInt trial_after = 100;
+  // how the AVX-512 kernels read the x of gathered slices (auto: timed where they hold enough of the values)
+  MatAIJMPGatheredX gathered_x = MAT_AIJMP_GATHERED_X_AUTO;
   // ellmp: nonzeros stored per step of an assembly, the assembly matrix's memory of the stored rows given back
   // after each (0: automatic)
   PetscInt64 assembly_step = 0;
@@ -61,7 +63,8 @@ enum : unsigned {
   kSetThreads   = 16,
   kSetLayout    = 32,
   kSetKernel    = 64,
-  kSetReadLevel = 128
+  kSetReadLevel = 128,
+  kSetGatheredX = 256
 };
 
 // The segments products read: the setting, or all of them (0 for storage that is not split).
@@ -138,6 +141,22 @@ inline void RestoreOps(Mat A, ReplacedOps &saved, const ReplacedOps &ours)
   });
 }
 
+// The run-time choice of how the compact kernel reads the x of gathered slices
+// (MAT_AIJMP_GATHERED_X_AUTO): scalar loads (candidate 0) or gathers (1), which
+// give the same sums bit for bit. Timed only where gathered slices hold at
+// least kMinShare of the stored values (elsewhere the two reads differ by less
+// than the noise of a product), on the compact kernel's plain products once
+// the AIJ-or-compact choice, if any, is made. A full build (another storage
+// mode, rows that changed format) may change the layout: the choice restarts.
+struct GatheredXSelection {
+  static constexpr double kMinShare = 0.1;
+  PetscInt64 build                  = -1;  // the full build whose copy the share and the timing belong to
+  double share                      = 0.0; // of the stored values, those in gathered slices read by the AVX-512 kernels
+  int sampled_add                   = -1; // the kind of product the samples are: 1 MatMultAdd, 0 MatMult (-1: none yet)
+  TimedChoice timing;
+  bool timed() const { return share >= kMinShare; }
+};
+
 // The run-time choice between PETSc's AIJ kernel and the compact kernel
 // (MAT_AIJMP_KERNEL_AUTO, lossless): the first 2 * kSamples products of a
 // nonzero pattern alternate between the two, which give the same result bit
@@ -151,6 +170,7 @@ struct KernelSelection {
   bool by_bytes         = false;                 // AIJ chosen without timing: the copy would read about AIJ's bytes
   bool deferred         = false; // AIJ's kernel until `aij_products` reaches the trial point, then timing
   PetscInt aij_products = 0;     // products by AIJ's kernel while deferred
+  GatheredXSelection gathered_x; // the compact kernel's read of x in gathered slices
 };
 
 struct SeqAIJMP : ReplacedOps {

@@ -202,6 +202,8 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
     for (int k = 0; k < 3; ++k)
       info->kernel_parts[k] += part.kernel_parts[k];
     info->kernel_by_bytes += part.kernel_by_bytes;
+    for (int k = 0; k < 3; ++k)
+      info->gathered_x_parts[k] += part.gathered_x_parts[k];
     info->kernel_deferred += part.kernel_deferred;
     info->kernel_trial_in = PetscMax(info->kernel_trial_in, part.kernel_trial_in);
     info->bytes += part.bytes;
@@ -240,6 +242,7 @@ PetscErrorCode MatAIJMPGetInfo_MPIAIJMP(Mat A, MatAIJMPInfo *info)
   info->narrow_rows    = counts[8];
   info->patched_rows   = counts[9];
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &info->kernel_trial_in, 1, MPIU_INT64, MPI_MAX, comm));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info->gathered_x_parts, 3, MPIU_INT64, MPI_SUM, comm));
   info->kernel_deferred = counts[7];
   info->kernel_by_bytes = counts[5];
   info->shifted_rows    = counts[6];

@@ -196,6 +196,40 @@ PetscErrorCode apply_aij(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   PetscFunctionReturn(0);
 }
 
+// How the next compact product reads the x of gathered slices, and (*sample)
+// which read it times for MAT_AIJMP_GATHERED_X_AUTO (-1: none). Only plain
+// products are timed (transposes do not read x by slices, and per-row read
+// levels may change between products), all of one kind (MatMult, or MatMultAdd
+// as an MPI off-diagonal block gets: the two never mix in the medians), and
+// only once the choice between AIJ's kernel and the compact one, where it is
+// timed, is made: its compact samples read by the processor's rule. (c: the
+// copy of A's latest full build; add: the product adds z.)
+openmp::GatheredX next_gathered_x(Mat A, const CompactCsr &c, Product product, bool add, int *sample)
+{
+  const AIJMPSettings &s = data_of(A)->settings;
+  *sample                = -1;
+  if (s.gathered_x == MAT_AIJMP_GATHERED_X_LOADS) return openmp::GatheredX::scalar_loads;
+  if (s.gathered_x == MAT_AIJMP_GATHERED_X_GATHERS) return openmp::GatheredX::gathers;
+  KernelSelection &sel   = selection_of(A);
+  GatheredXSelection &gx = sel.gathered_x;
+  if (gx.build != data_of(A)->full_builds) {
+    gx       = GatheredXSelection{};
+    gx.build = data_of(A)->full_builds;
+    gx.share = openmp::gathered_x_share(c);
+  }
+  if (!gx.timed()) return openmp::GatheredX::automatic;
+  const int candidate = gx.timing.next();
+  const bool sampling = !gx.timing.decided() && product == Product::mult && !s.row_levels &&
+                        (!kernel_is_measured(s) || sel.chosen == MAT_AIJMP_KERNEL_COMPACT) &&
+                        (gx.sampled_add < 0 || gx.sampled_add == static_cast<int>(add));
+  if (!gx.timing.decided() && !sampling) return openmp::GatheredX::automatic;
+  if (sampling) {
+    *sample        = candidate;
+    gx.sampled_add = add;
+  }
+  return candidate == 0 ? openmp::GatheredX::scalar_loads : openmp::GatheredX::gathers;
+}
+
 // y = op(A) x (+ z) from the compact copy.
 PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, PetscLogDouble *seconds)
 {
@@ -224,13 +258,15 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
   }
   const CsrPattern<PetscInt> pattern{view.rowptr, view.cols};
   const int nt = AIJMPThreadCount(data_of(A)->settings);
+  int sample;
+  const openmp::GatheredX read = next_gathered_x(A, *c, product, zz != nullptr, &sample);
   // guarded: a threaded transpose allocates one partial sum per thread, which may throw std::bad_alloc
   const RowReadLevels *levels = data_of(A)->settings.row_levels.get();
   PetscCall(guarded([&] {
     if (product == Product::mult && levels) {
-      openmp::spmv_row_levels(*c, pattern, levels->levels.data(), x, z, y, nt);
+      openmp::spmv_row_levels(*c, pattern, levels->levels.data(), x, z, y, nt, read);
     } else if (product == Product::mult)
-      openmp::spmv(*c, pattern, x, z, y, nt);
+      openmp::spmv(*c, pattern, x, z, y, nt, read);
     else
       openmp::spmv_transpose(*c, pattern, x, z, y, nt);
   }));
@@ -245,6 +281,7 @@ PetscErrorCode apply_compact(Mat A, Product product, Vec xx, Vec zz, Vec yy, Pet
   PetscCall(PetscLogEventEnd(event, A, xx, yy, 0));
   PetscCall(PetscTime(&t1));
   *seconds = t1 - t0;
+  if (sample >= 0) selection_of(A).gathered_x.timing.record(sample, *seconds);
   PetscFunctionReturn(0);
 }
 
@@ -662,6 +699,13 @@ PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info)
     for (int k = 0; k < 2; ++k)
       info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.timing.median[k]);
   }
+  const GatheredXSelection &gx = selection_of(A).gathered_x;
+  if (s.gathered_x != MAT_AIJMP_GATHERED_X_AUTO)
+    info.gathered_x_parts[s.gathered_x] += 1;
+  else
+    info.gathered_x_parts[gx.build == data_of(A)->full_builds && gx.timing.decided() ? 1 + gx.timing.chosen : 0] += 1;
+  for (int k = 0; k < 2; ++k)
+    info.gathered_x_ms[k] = static_cast<PetscReal>(1e3 * gx.timing.median[k]);
   PetscFunctionReturn(0);
 }
 
