@@ -49,16 +49,24 @@ static PetscErrorCode CheckMults(Mat B, Mat A, ProductVecs *v, int n, const char
   PetscFunctionReturn(0);
 }
 
+/* The three block counts `got` (named `names`) are (e0, e1, e2). */
+static PetscErrorCode ExpectCounts(const PetscInt64 got[3], PetscInt64 e0, PetscInt64 e1, PetscInt64 e2, const char *names, const char *what)
+{
+  PetscFunctionBeginUser;
+  TEST_CHECK(PETSC_COMM_WORLD, got[0] == e0 && got[1] == e1 && got[2] == e2,
+             "%s: %s = (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT "), expected (%" PetscInt64_FMT
+             ", %" PetscInt64_FMT ", %" PetscInt64_FMT ")",
+             what, names, got[0], got[1], got[2], e0, e1, e2);
+  PetscFunctionReturn(0);
+}
+
 static PetscErrorCode ExpectKernelParts(Mat B, PetscInt64 undecided, PetscInt64 aij, PetscInt64 compact, const char *what)
 {
   MatAIJMPInfo info;
 
   PetscFunctionBeginUser;
   PetscCall(MatAIJMPGetInfo(B, &info));
-  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == undecided && info.kernel_parts[1] == aij && info.kernel_parts[2] == compact,
-             "%s: kernel parts (undecided, aij, compact) = (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT
-             "), expected (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT ")",
-             what, info.kernel_parts[0], info.kernel_parts[1], info.kernel_parts[2], undecided, aij, compact);
+  PetscCall(ExpectCounts(info.kernel_parts, undecided, aij, compact, "kernel parts (undecided, aij, compact)", what));
   PetscFunctionReturn(0);
 }
 
@@ -276,10 +284,7 @@ static PetscErrorCode ExpectGatheredXParts(Mat B, PetscInt64 rule, PetscInt64 lo
 
   PetscFunctionBeginUser;
   PetscCall(MatAIJMPGetInfo(B, &info));
-  TEST_CHECK(PETSC_COMM_WORLD, info.gathered_x_parts[0] == rule && info.gathered_x_parts[1] == loads && info.gathered_x_parts[2] == gathers,
-             "%s: gathered-x parts (rule, loads, gathers) = (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT
-             "), expected (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT ")",
-             what, info.gathered_x_parts[0], info.gathered_x_parts[1], info.gathered_x_parts[2], rule, loads, gathers);
+  PetscCall(ExpectCounts(info.gathered_x_parts, rule, loads, gathers, "gathered-x parts (rule, loads, gathers)", what));
   PetscFunctionReturn(0);
 }
 

@@ -366,7 +366,11 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
 static PetscErrorCode AIJMPViewGatheredX(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s)
 {
   static const char *const read[] = {"the automatic rule", "scalar loads", "gathers"};
-  const char *const rule          = openmp::gathered_x_by_gathers() ? "gathers" : "scalar loads";
+#if defined(PETSCMP_HAVE_AVX512_DECODE)
+  const char *const rule = openmp::gathered_x_by_gathers() ? "gathers" : "scalar loads";
+#else
+  const char *const rule = "scalar loads (this build has no AVX-512 kernels)";
+#endif
 
   PetscFunctionBegin;
   const PetscInt64 parts = info.gathered_x_parts[0] + info.gathered_x_parts[1] + info.gathered_x_parts[2];
