@@ -650,6 +650,60 @@ static PetscErrorCode TestSetStorage(const TestMatOpts *o)
   PetscFunctionReturn(0);
 }
 
+/* The read of x in gathered slices (-mat_ellmp_gathered_x; random columns): auto, forced loads and forced gathers give
+   bitwise the same products; auto decides after 6 products where the build has the AVX-512 kernels; the view says
+   so, and says a forced read. */
+static PetscErrorCode TestGatheredX(const TestMatOpts *o_in)
+{
+  const MatAIJMPGatheredX reads[3] = {MAT_AIJMP_GATHERED_X_AUTO, MAT_AIJMP_GATHERED_X_LOADS, MAT_AIJMP_GATHERED_X_GATHERS};
+  const char             *isa      = PetscMPCompiledISA();
+  const PetscBool         avx512   = strstr(isa, "AVX-512(F,BW,VL)") && strstr(isa, "F16C") ? PETSC_TRUE : PETSC_FALSE;
+  TestMatOpts             o        = *o_in;
+  Mat                     E[3];
+  Vec                     x, y, yref;
+  MatAIJMPGatheredX       got;
+  char                    text[8192];
+
+  PetscFunctionBeginUser;
+  o.inode = PETSC_FALSE; /* rows of their own: gathered slices */
+  PetscCall(SetStorage("fp32"));
+  for (int k = 0; k < 3; k++) {
+    PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATELLMP, &o, &E[k]));
+    PetscCall(MatAIJMPSetGatheredX(E[k], reads[k]));
+    PetscCall(MatAIJMPGetGatheredX(E[k], &got));
+    TEST_CHECK(PETSC_COMM_WORLD, got == reads[k], "ellmp: MatAIJMPGetGatheredX returned %s, set %s", MatAIJMPGatheredXs[got],
+               MatAIJMPGatheredXs[reads[k]]);
+  }
+  PetscCall(MatCreateVecs(E[0], &x, &y));
+  PetscCall(VecDuplicate(y, &yref));
+  PetscCall(TestVecFill(x, 31));
+  PetscCall(MatMult(E[1], x, yref));
+  for (int p = 0; p < 8; p++) {
+    PetscCall(MatMult(E[0], x, y));
+    PetscCall(TestCheckBitwise(y, yref, "ellmp fp32, gathered x auto against loads"));
+    PetscCall(MatMult(E[2], x, y));
+    PetscCall(TestCheckBitwise(y, yref, "ellmp fp32, gathered x by gathers against loads"));
+  }
+  {
+    const char *want = !avx512 ? "x of gathered slices, auto: " /* the rule's read, not timed */
+                       : size_of_world() == 1 ? "timed products: scalar loads " /* the one block's medians */
+                                              : " local blocks, "; /* counts of the MPI blocks: all timed */
+    PetscCall(TestViewInfoText(E[0], "ellmp_gathered_x_auto", text, sizeof text));
+    TEST_CHECK(PETSC_COMM_WORLD, strstr(text, want) != NULL, "the ellmp view of gathered x auto lacks \"%s\":\n%s", want, text);
+    TEST_CHECK(PETSC_COMM_WORLD, !avx512 || size_of_world() == 1 || strstr(text, " gathers, 0 read by the rule") != NULL,
+               "the ellmp view: some MPI block did not time its read of x:\n%s", text);
+    PetscCall(TestViewInfoText(E[2], "ellmp_gathered_x_set", text, sizeof text));
+    TEST_CHECK(PETSC_COMM_WORLD, strstr(text, "x of gathered slices: gathers (set)") != NULL,
+               "the ellmp view of gathered x set to gathers lacks its line:\n%s", text);
+  }
+  for (int k = 0; k < 3; k++) PetscCall(MatDestroy(&E[k]));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&yref));
+  PetscCall(SetStorage("lossless"));
+  PetscFunctionReturn(0);
+}
+
 /* GMRES + Jacobi on a shifted test matrix: lossless ellmp gives AIJ's iterates bit for bit. */
 static PetscErrorCode TestSolve(const TestMatOpts *o)
 {
@@ -954,6 +1008,7 @@ int main(int argc, char **argv)
   PetscCall(TestSolve(&o));
   TestMatOptsDefault(&o, 320);
   PetscCall(TestSetStorage(&o));
+  PetscCall(TestGatheredX(&o));
   PetscCall(TestConvertToIS());
   PetscCall(TestGraphOfSymmetric());
   const int rc = TestFinish();

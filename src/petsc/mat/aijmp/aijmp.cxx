@@ -115,17 +115,16 @@ PetscErrorCode AIJMPSetFromOptions(Mat A, AIJMPSettings &s, const char *family)
                               "Kernel auto, lossless, where the compact copy would read over 90% of AIJ's inode "
                               "bytes: products by AIJ's kernel before both are timed (negative: never, AIJ's kept)",
                               "MatAIJMPSetKernel", s.trial_after, &s.trial_after, nullptr));
-    PetscCall(PetscOptionsEnum("-mat_aijmp_gathered_x",
-                               "How the AVX-512 kernels read x in gathered slices (bitwise the same sums): auto (both "
-                               "timed on the first products where such slices hold 10% of the values), loads or "
-                               "gathers",
-                               "MatAIJMPSetGatheredX", MatAIJMPGatheredXs, (PetscEnum)s.gathered_x,
-                               (PetscEnum *)&s.gathered_x, nullptr));
   }
   PetscCall(PetscOptionsInt(OptionName(family, "read_level"),
                             "Split storage (split2, split4): the segments of each value products read, most "
                             "significant first (0: all, the exact values)",
                             "MatAIJMPSetReadLevel", s.read_segments, &s.read_segments, nullptr));
+  PetscCall(PetscOptionsEnum(OptionName(family, "gathered_x"),
+                             "How the AVX-512 kernels read x in gathered slices (bitwise the same sums): auto (both "
+                             "timed on the first products where such slices hold 10% of the values), loads or gathers",
+                             "MatAIJMPSetGatheredX", MatAIJMPGatheredXs, (PetscEnum)s.gathered_x,
+                             (PetscEnum *)&s.gathered_x, nullptr));
   if (!is_aijmp(family)) {
     PetscInt sigma = s.opts.sort_window;
     PetscCall(PetscOptionsInt("-mat_ellmp_sort_window",
@@ -203,6 +202,12 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
   PetscCall(PetscOptionsGetBool(options, prefix, OptionName(family, "block_formats"), &block_formats, &flg));
   if (flg) s.opts.format_group = block_formats ? 0 : 1;
   PetscCall(AIJMPCheckSplit(A, s, family));
+  if (!(s.explicitly_set & kSetGatheredX)) {
+    PetscInt read = static_cast<PetscInt>(s.gathered_x);
+    PetscCall(
+        PetscOptionsGetEList(options, prefix, OptionName(family, "gathered_x"), MatAIJMPGatheredXs, 3, &read, &flg));
+    if (flg) s.gathered_x = static_cast<MatAIJMPGatheredX>(read);
+  }
   if (!is_aijmp(family)) {
     PetscInt sigma = s.opts.sort_window;
     PetscCall(PetscOptionsGetInt(options, prefix, "-mat_ellmp_sort_window", &sigma, nullptr));
@@ -225,11 +230,6 @@ PetscErrorCode AIJMPReadOptionsLazily(Mat A, AIJMPSettings &s, const char *famil
     if (flg) s.kernel = static_cast<MatAIJMPKernel>(kernel);
   }
   PetscCall(PetscOptionsGetInt(options, prefix, "-mat_aijmp_kernel_trial_after", &s.trial_after, nullptr));
-  if (!(s.explicitly_set & kSetGatheredX)) {
-    PetscInt read = static_cast<PetscInt>(s.gathered_x);
-    PetscCall(PetscOptionsGetEList(options, prefix, "-mat_aijmp_gathered_x", MatAIJMPGatheredXs, 3, &read, &flg));
-    if (flg) s.gathered_x = static_cast<MatAIJMPGatheredX>(read);
-  }
   PetscFunctionReturn(0);
 }
 
@@ -362,6 +362,39 @@ static PetscErrorCode AIJMPViewKernel(PetscViewer viewer, const MatAIJMPInfo &in
   PetscFunctionReturn(0);
 }
 
+openmp::GatheredX AIJMPNextGatheredX(GatheredXSelection &gx, MatAIJMPGatheredX setting, const CompactCsr &c,
+                                     PetscInt64 full_builds, bool may_sample, bool add, int *sample)
+{
+  *sample = -1;
+  if (setting == MAT_AIJMP_GATHERED_X_LOADS) return openmp::GatheredX::scalar_loads;
+  if (setting == MAT_AIJMP_GATHERED_X_GATHERS) return openmp::GatheredX::gathers;
+  if (gx.build != full_builds) {
+    gx       = GatheredXSelection{};
+    gx.build = full_builds;
+    gx.share = openmp::gathered_x_share(c);
+  }
+  if (!gx.timed()) return openmp::GatheredX::automatic;
+  const int candidate = gx.timing.next();
+  if (!gx.timing.decided()) {
+    if (!may_sample || (gx.sampled_add >= 0 && gx.sampled_add != static_cast<int>(add)))
+      return openmp::GatheredX::automatic;
+    *sample        = candidate;
+    gx.sampled_add = add;
+  }
+  return candidate == 0 ? openmp::GatheredX::scalar_loads : openmp::GatheredX::gathers;
+}
+
+void AIJMPGatheredXInfo(const GatheredXSelection &gx, MatAIJMPGatheredX setting, PetscInt64 full_builds,
+                        MatAIJMPInfo &info)
+{
+  if (setting != MAT_AIJMP_GATHERED_X_AUTO)
+    info.gathered_x_parts[setting] += 1;
+  else
+    info.gathered_x_parts[gx.build == full_builds && gx.timing.decided() ? 1 + gx.timing.chosen : 0] += 1;
+  for (int k = 0; k < 2; ++k)
+    info.gathered_x_ms[k] = static_cast<PetscReal>(1e3 * gx.timing.median[k]);
+}
+
 // One line, where the copy has sliced rows: how the compact kernel reads the x of its gathered slices.
 static PetscErrorCode AIJMPViewGatheredX(PetscViewer viewer, const MatAIJMPInfo &info, const AIJMPSettings &s)
 {
@@ -483,7 +516,7 @@ PetscErrorCode AIJMPViewInfo(PetscViewer viewer, const MatAIJMPInfo &info, const
   }
   if (info.segments > 0) PetscCall(AIJMPViewSegments(viewer, info));
   if (is_aijmp(family)) PetscCall(AIJMPViewKernel(viewer, info, s));
-  if (is_aijmp(family)) PetscCall(AIJMPViewGatheredX(viewer, info, s));
+  PetscCall(AIJMPViewGatheredX(viewer, info, s));
   PetscCall(PetscViewerASCIIPrintf(viewer,
                                    "  builds: %" PetscInt64_FMT " full, %" PetscInt64_FMT
                                    " value-only (same pattern and row formats: layout and indices kept)\n",
@@ -565,7 +598,8 @@ static PetscErrorCode AIJMPChangeSettings(Mat A, unsigned which, Change &&change
   AIJMPSettings *s;
 
   PetscFunctionBegin;
-  PetscCall(AIJMPGetSettings(A, &s, which == kSetReadLevel)); // (ellmp: only the read level changes here)
+  // (ellmp: only the read level and the read of gathered slices change here: neither changes the stored values)
+  PetscCall(AIJMPGetSettings(A, &s, which == kSetReadLevel || which == kSetGatheredX));
   if (!s) PetscFunctionReturn(0);
   change(*s);
   s->explicitly_set |= which;
@@ -764,7 +798,8 @@ PetscErrorCode MatAIJMPGetKernel(Mat A, MatAIJMPKernel *kernel)
 }
 
 /*@
-   MatAIJMPSetGatheredX - Sets how the AVX-512 kernels of a `MATAIJMP` matrix read the vector entries of gathered slices
+   MatAIJMPSetGatheredX - Sets how the AVX-512 kernels of a `MATAIJMP` or `MATELLMP` matrix read the vector entries of
+   gathered slices
 
    Logically Collective
 
@@ -773,7 +808,7 @@ PetscErrorCode MatAIJMPGetKernel(Mat A, MatAIJMPKernel *kernel)
 -  read - see `MatAIJMPGatheredX`
 
    Options Database Key:
-.  -mat_aijmp_gathered_x <auto,loads,gathers> - the read
+.  -mat_aijmp_gathered_x <auto,loads,gathers> - the read (`MATELLMP`: -mat_ellmp_gathered_x)
 
    Notes:
    A gathered slice is 8 sliced rows whose columns are neither a stencil's (shifted by one per row) nor patched ones:
@@ -783,9 +818,10 @@ PetscErrorCode MatAIJMPGetKernel(Mat A, MatAIJMPKernel *kernel)
    microcode mitigation may differ again. With `MAT_AIJMP_GATHERED_X_AUTO` (the default), where gathered slices hold
    at least a tenth of a copy's stored values, the first six compact products of each nonzero pattern (after the
    choice of `MatAIJMPSetKernel()`, where one is timed) alternate between the two reads, timed one by one, and the
-   faster by median time is kept; elsewhere, and before that, the rule of the processor applies (gathers on Intel,
-   scalar loads on others). With MPI each rank chooses for its diagonal and off-diagonal blocks alone. Builds without
-   the AVX-512 kernels, and matrices of other types, ignore this setting. `-mat_view ::ascii_info` and
+   faster by median time is kept (`MATELLMP`: its first six products, none being timed otherwise); elsewhere, and
+   before that, the rule of the processor applies (gathers on Intel, scalar loads on others). With MPI each rank
+   chooses for its diagonal and off-diagonal blocks alone. Builds without
+   the AVX-512 kernels, and matrices of other types, ignore this setting. `-mat_view ::ascii_info` and (aijmp)
    `MatAIJMPGetInfo()` report the choice.
 
    Level: advanced
@@ -805,8 +841,8 @@ PetscErrorCode MatAIJMPSetGatheredX(Mat A, MatAIJMPGatheredX read)
 }
 
 /*@
-   MatAIJMPGetGatheredX - Gets how a `MATAIJMP` matrix is set to read x in gathered slices (what `auto` chose:
-   `MatAIJMPGetInfo()`)
+   MatAIJMPGetGatheredX - Gets how a `MATAIJMP` or `MATELLMP` matrix is set to read x in gathered slices (what `auto`
+   chose: `MatAIJMPGetInfo()`, or the view)
 
    Not Collective
 
@@ -826,7 +862,7 @@ PetscErrorCode MatAIJMPGetGatheredX(Mat A, MatAIJMPGatheredX *read)
 
   PetscFunctionBegin;
   PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
-  PetscCall(AIJMPQuerySettings(A, &s));
+  PetscCall(AIJMPQuerySettings(A, &s, true));
   *read = s ? s->gathered_x : MAT_AIJMP_GATHERED_X_AUTO;
   PetscFunctionReturn(0);
 }

@@ -14,6 +14,7 @@
 #include "petscmp.h"
 #include "petscmpglue.h"
 #include "common/device_backend.h"
+#include "spmv.hpp"
 #include "common/timed_choice.h"
 #include "petscmp/core/compact_rows.hpp"
 #include "petscmp/core/compact_csr.hpp"
@@ -156,6 +157,16 @@ struct GatheredXSelection {
   TimedChoice timing;
   bool timed() const { return share >= kMinShare; }
 };
+// How the next compact product of a copy `c` reads the x of its gathered
+// slices, by the setting; for auto, (*sample) the read it times (-1: none).
+// `full_builds` counts the copy's full builds (gx restarts when it moves on);
+// may_sample: the product may be a sample (a plain product after any other
+// trial); add: it adds z (the samples are all of one kind).
+openmp::GatheredX AIJMPNextGatheredX(GatheredXSelection &gx, MatAIJMPGatheredX setting, const CompactCsr &c,
+                                     PetscInt64 full_builds, bool may_sample, bool add, int *sample);
+// Adds one block's read of x in gathered slices to info (gathered_x_parts, gathered_x_ms).
+void AIJMPGatheredXInfo(const GatheredXSelection &gx, MatAIJMPGatheredX setting, PetscInt64 full_builds,
+                        MatAIJMPInfo &info);
 
 // The run-time choice between PETSc's AIJ kernel and the compact kernel
 // (MAT_AIJMP_KERNEL_AUTO, lossless): the first 2 * kSamples products of a

@@ -196,38 +196,18 @@ PetscErrorCode apply_aij(Mat A, Product product, Vec xx, Vec zz, Vec yy)
   PetscFunctionReturn(0);
 }
 
-// How the next compact product reads the x of gathered slices, and (*sample)
-// which read it times for MAT_AIJMP_GATHERED_X_AUTO (-1: none). Only plain
-// products are timed (transposes do not read x by slices, and per-row read
-// levels may change between products), all of one kind (MatMult, or MatMultAdd
-// as an MPI off-diagonal block gets: the two never mix in the medians), and
-// only once the choice between AIJ's kernel and the compact one, where it is
-// timed, is made: its compact samples read by the processor's rule. (c: the
-// copy of A's latest full build; add: the product adds z.)
+// How the next compact product reads the x of gathered slices (AIJMPNextGatheredX):
+// samples are plain products (transposes do not read x by slices, and per-row
+// read levels may change between products), taken once the choice between
+// AIJ's kernel and the compact one, where it is timed, is made (its compact
+// samples read by the processor's rule). (c: the copy of A's latest full build.)
 openmp::GatheredX next_gathered_x(Mat A, const CompactCsr &c, Product product, bool add, int *sample)
 {
   const AIJMPSettings &s = data_of(A)->settings;
-  *sample                = -1;
-  if (s.gathered_x == MAT_AIJMP_GATHERED_X_LOADS) return openmp::GatheredX::scalar_loads;
-  if (s.gathered_x == MAT_AIJMP_GATHERED_X_GATHERS) return openmp::GatheredX::gathers;
   KernelSelection &sel   = selection_of(A);
-  GatheredXSelection &gx = sel.gathered_x;
-  if (gx.build != data_of(A)->full_builds) {
-    gx       = GatheredXSelection{};
-    gx.build = data_of(A)->full_builds;
-    gx.share = openmp::gathered_x_share(c);
-  }
-  if (!gx.timed()) return openmp::GatheredX::automatic;
-  const int candidate = gx.timing.next();
-  const bool sampling = !gx.timing.decided() && product == Product::mult && !s.row_levels &&
-                        (!kernel_is_measured(s) || sel.chosen == MAT_AIJMP_KERNEL_COMPACT) &&
-                        (gx.sampled_add < 0 || gx.sampled_add == static_cast<int>(add));
-  if (!gx.timing.decided() && !sampling) return openmp::GatheredX::automatic;
-  if (sampling) {
-    *sample        = candidate;
-    gx.sampled_add = add;
-  }
-  return candidate == 0 ? openmp::GatheredX::scalar_loads : openmp::GatheredX::gathers;
+  const bool may_sample =
+      product == Product::mult && !s.row_levels && (!kernel_is_measured(s) || sel.chosen == MAT_AIJMP_KERNEL_COMPACT);
+  return AIJMPNextGatheredX(sel.gathered_x, s.gathered_x, c, data_of(A)->full_builds, may_sample, add, sample);
 }
 
 // y = op(A) x (+ z) from the compact copy.
@@ -699,13 +679,7 @@ PetscErrorCode SeqAIJMPKernelInfo(Mat A, MatAIJMPInfo &info)
     for (int k = 0; k < 2; ++k)
       info.kernel_ms[k] = static_cast<PetscReal>(1e3 * sel.timing.median[k]);
   }
-  const GatheredXSelection &gx = selection_of(A).gathered_x;
-  if (s.gathered_x != MAT_AIJMP_GATHERED_X_AUTO)
-    info.gathered_x_parts[s.gathered_x] += 1;
-  else
-    info.gathered_x_parts[gx.build == data_of(A)->full_builds && gx.timing.decided() ? 1 + gx.timing.chosen : 0] += 1;
-  for (int k = 0; k < 2; ++k)
-    info.gathered_x_ms[k] = static_cast<PetscReal>(1e3 * gx.timing.median[k]);
+  AIJMPGatheredXInfo(selection_of(A).gathered_x, s.gathered_x, data_of(A)->full_builds, info);
   PetscFunctionReturn(0);
 }
 

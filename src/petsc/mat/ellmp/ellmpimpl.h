@@ -70,6 +70,7 @@ struct SeqELLMP {
   std::vector<PetscInt> inode_sizes; // (MatInodeGetInodeSizes, orderings)   // SeqAIJ's inodes at the last build (its
                                      // summation order, kept)
   double aij_bytes = 0; // bytes SeqAIJ's product would read (its inode kernel where it finds inodes), at the last build
+  GatheredXSelection gathered_x;        // the read of x in gathered slices (-mat_ellmp_gathered_x auto)
   std::unique_ptr<DeviceMirror> device; // products on device vectors (common/device_backend.h), made at the first
 };
 

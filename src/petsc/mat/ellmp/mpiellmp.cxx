@@ -1031,6 +1031,7 @@ PetscErrorCode MatView_MPIELLMP(Mat A, PetscViewer viewer)
     info.builds         = counts[k++];
     info.value_builds   = counts[k++];
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info.nodes_of_size, kMaxNodeRows + 1, MPIU_INT64, MPI_SUM, comm_of(A)));
+    PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info.gathered_x_parts, 3, MPIU_INT64, MPI_SUM, comm_of(A)));
     PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, info.max_rel_error, kFormatCount, MPIU_REAL, MPI_MAX, comm_of(A)));
     double bytes[3] = {info.bytes, info.aij_bytes, 0.0};
     MatInfo mi;

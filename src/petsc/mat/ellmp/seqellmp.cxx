@@ -468,6 +468,8 @@ PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
     PetscCall(PetscLogEventEnd(MATELLMP_Mult, A, xx, yy, 0));
     PetscFunctionReturn(0);
   }
+  PetscLogDouble t0, t1;
+  PetscCall(PetscTime(&t0));
   PetscCall(PetscLogEventBegin(MATELLMP_Mult, A, xx, yy, 0));
   PetscCall(VecGetArrayRead(xx, &x));
   if (zz && zz == yy) {
@@ -480,13 +482,18 @@ PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
   const int nt = AIJMPThreadCount(data_of(A)->settings);
   // no master pattern: every block holds its own indices
   const RowReadLevels *levels = data_of(A)->settings.row_levels.get();
+  // the read of x in gathered slices: plain products may time it (as aijmp's, AIJMPNextGatheredX)
+  int sample;
+  const openmp::GatheredX read =
+      AIJMPNextGatheredX(data_of(A)->gathered_x, data_of(A)->settings.gathered_x, *c, data_of(A)->full_builds,
+                         !transpose && !levels, zz != nullptr, &sample);
   PetscCall(guarded([&] {
     if (transpose)
       openmp::spmv_transpose(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
     else if (levels) {
-      openmp::spmv_row_levels(*c, CsrPattern<PetscInt>{}, levels->levels.data(), x, z, y, nt);
+      openmp::spmv_row_levels(*c, CsrPattern<PetscInt>{}, levels->levels.data(), x, z, y, nt, read);
     } else
-      openmp::spmv(*c, CsrPattern<PetscInt>{}, x, z, y, nt);
+      openmp::spmv(*c, CsrPattern<PetscInt>{}, x, z, y, nt, read);
   }));
   if (zz && zz == yy)
     PetscCall(VecRestoreArray(yy, &y));
@@ -497,6 +504,8 @@ PetscErrorCode product(Mat A, bool transpose, Vec xx, Vec zz, Vec yy)
   PetscCall(VecRestoreArrayRead(xx, &x));
   PetscCall(PetscLogFlops(2.0 * static_cast<PetscLogDouble>(c->stats.nnz)));
   PetscCall(PetscLogEventEnd(MATELLMP_Mult, A, xx, yy, 0));
+  PetscCall(PetscTime(&t1));
+  if (sample >= 0) data_of(A)->gathered_x.timing.record(sample, t1 - t0);
   PetscFunctionReturn(0);
 }
 
@@ -1203,6 +1212,7 @@ PetscErrorCode SeqELLMPReport(Mat B, MatAIJMPInfo &info, PetscInt *inodes, Petsc
   info.lossy        = AIJMPReadsExact(d->settings) ? PETSC_FALSE : PETSC_TRUE;
   info.builds       = PetscMax(info.builds, d->full_builds);
   info.value_builds = PetscMax(info.value_builds, d->value_builds);
+  if (d->compact) AIJMPGatheredXInfo(d->gathered_x, d->settings.gathered_x, d->full_builds, info);
   if (d->device) { // (serial; an MPI matrix sums its blocks')
     info.device_copies += d->device->builds;
     info.device_bytes += d->device->bytes;
