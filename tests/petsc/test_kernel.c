@@ -354,6 +354,20 @@ static PetscErrorCode TestGatheredX(const TestMatOpts *o_in, ProductVecs *v, Pet
   EXPECT_ERROR(MatAIJMPSetGatheredX(B[0], (MatAIJMPGatheredX)5), "MatAIJMPSetGatheredX(5)");
   for (int k = 0; k < 3; k++) PetscCall(MatDestroy(&B[k]));
 
+  /* split storage read at alternating levels: the samples are products at the first product's level only */
+  if (avx512) {
+    PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, &o, &B[0]));
+    PetscCall(MatAIJMPSetStorage(B[0], MAT_AIJMP_SPLIT2));
+    PetscCall(MatAIJMPSetLayout(B[0], MAT_AIJMP_LAYOUT_SLICED));
+    for (int p = 0; p < 12; p++) {
+      PetscCall(MatAIJMPSetReadLevel(B[0], 1 + p % 2));
+      PetscCall(MatMult(B[0], v->x, v->y));
+      if (p == 9) PetscCall(ExpectGatheredXParts(B[0], parts, 0, 0, "split2 at levels 1, 2, 1, ...: 10 products, 5 at level 1"));
+    }
+    PetscCall(ExpectGatheredXDecided(B[0], parts, "split2 at levels 1, 2, 1, ...: 12 products, 6 at level 1"));
+    PetscCall(MatDestroy(&B[0]));
+  }
+
   /* lossless: the kernel trial first (6 products), then the read's (6 more, where the compact kernel won) */
   PetscCall(TestMatCreate(PETSC_COMM_WORLD, MATAIJMP, &o, &B[0]));
   PetscCall(MatAIJMPSetLayout(B[0], MAT_AIJMP_LAYOUT_SLICED));

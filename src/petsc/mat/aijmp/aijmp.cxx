@@ -376,10 +376,10 @@ openmp::GatheredX AIJMPNextGatheredX(GatheredXSelection &gx, MatAIJMPGatheredX s
   if (!gx.timed()) return openmp::GatheredX::automatic;
   const int candidate = gx.timing.next();
   if (!gx.timing.decided()) {
-    if (!may_sample || (gx.sampled_add >= 0 && gx.sampled_add != static_cast<int>(add)))
-      return openmp::GatheredX::automatic;
-    *sample        = candidate;
-    gx.sampled_add = add;
+    const int kind = static_cast<int>(add) + 2 * c.read_segments;
+    if (!may_sample || (gx.sampled_kind >= 0 && gx.sampled_kind != kind)) return openmp::GatheredX::automatic;
+    *sample         = candidate;
+    gx.sampled_kind = kind;
   }
   return candidate == 0 ? openmp::GatheredX::scalar_loads : openmp::GatheredX::gathers;
 }

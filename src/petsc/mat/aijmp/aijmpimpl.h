@@ -153,7 +153,7 @@ struct GatheredXSelection {
   static constexpr double kMinShare = 0.1;
   PetscInt64 build                  = -1;  // the full build whose copy the share and the timing belong to
   double share                      = 0.0; // of the stored values, those in gathered slices read by the AVX-512 kernels
-  int sampled_add                   = -1; // the kind of product the samples are: 1 MatMultAdd, 0 MatMult (-1: none yet)
+  int sampled_kind                  = -1;  // the samples' kind: adds z (1) + 2 * segments read (-1: none yet)
   TimedChoice timing;
   bool timed() const { return share >= kMinShare; }
 };
@@ -161,7 +161,10 @@ struct GatheredXSelection {
 // slices, by the setting; for auto, (*sample) the read it times (-1: none).
 // `full_builds` counts the copy's full builds (gx restarts when it moves on);
 // may_sample: the product may be a sample (a plain product after any other
-// trial); add: it adds z (the samples are all of one kind).
+// trial); add: it adds z. The samples are all of the first sample's kind:
+// MatMult or MatMultAdd (an MPI off-diagonal block's), and the segments of
+// split storage read (mpjacobi changes the read level between products), so
+// no median mixes products that read different bytes.
 openmp::GatheredX AIJMPNextGatheredX(GatheredXSelection &gx, MatAIJMPGatheredX setting, const CompactCsr &c,
                                      PetscInt64 full_builds, bool may_sample, bool add, int *sample);
 // Adds one block's read of x in gathered slices to info (gathered_x_parts, gathered_x_ms).
