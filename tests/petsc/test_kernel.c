@@ -70,6 +70,17 @@ static PetscErrorCode ExpectKernelParts(Mat B, PetscInt64 undecided, PetscInt64 
   PetscFunctionReturn(0);
 }
 
+/* Of the three block counts `got` (0: undecided, 1 and 2: the two choices), none undecided and `parts` in all. */
+static PetscErrorCode ExpectAllDecided(const PetscInt64 got[3], PetscInt64 parts, const char *names, const char *what)
+{
+  PetscFunctionBeginUser;
+  TEST_CHECK(PETSC_COMM_WORLD, got[0] == 0 && got[1] + got[2] == parts,
+             "%s: %s = (%" PetscInt64_FMT ", %" PetscInt64_FMT ", %" PetscInt64_FMT "): %" PetscInt64_FMT
+             " of %" PetscInt64_FMT " blocks undecided",
+             what, names, got[0], got[1], got[2], got[0], parts);
+  PetscFunctionReturn(0);
+}
+
 /* Every local block has chosen its kernel (none undecided). */
 static PetscErrorCode ExpectDecided(Mat B, PetscInt64 parts, const char *what)
 {
@@ -77,8 +88,7 @@ static PetscErrorCode ExpectDecided(Mat B, PetscInt64 parts, const char *what)
 
   PetscFunctionBeginUser;
   PetscCall(MatAIJMPGetInfo(B, &info));
-  TEST_CHECK(PETSC_COMM_WORLD, info.kernel_parts[0] == 0 && info.kernel_parts[1] + info.kernel_parts[2] == parts,
-             "%s: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks undecided", what, info.kernel_parts[0], parts);
+  PetscCall(ExpectAllDecided(info.kernel_parts, parts, "kernel parts (undecided, aij, compact)", what));
   PetscFunctionReturn(0);
 }
 
@@ -295,10 +305,7 @@ static PetscErrorCode ExpectGatheredXDecided(Mat B, PetscInt64 parts, const char
 
   PetscFunctionBeginUser;
   PetscCall(MatAIJMPGetInfo(B, &info));
-  const PetscInt64 timed = info.gathered_x_parts[1] + info.gathered_x_parts[2];
-  TEST_CHECK(PETSC_COMM_WORLD, timed == parts && info.gathered_x_parts[0] == 0,
-             "%s: %" PetscInt64_FMT " of %" PetscInt64_FMT " blocks chose their read of x by timing, %" PetscInt64_FMT
-             " read it by the rule", what, timed, parts, info.gathered_x_parts[0]);
+  PetscCall(ExpectAllDecided(info.gathered_x_parts, parts, "gathered-x parts (rule, loads, gathers)", what));
   PetscFunctionReturn(0);
 }
 
