@@ -2,7 +2,6 @@
 #include <cmath>
 
 #include "mat/aijmp/aijmpimpl.h"
-#include "spmv.hpp"
 
 const char *const MatAIJMPStorages[] = {"lossless",   "fp32",     "fp16",       "bf16",   "fp11_20", "fp11_4",
                                         "tolerance",  "rowsplit", "entrysplit", "split2", "split4",  "MatAIJMPStorage",
