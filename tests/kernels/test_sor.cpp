@@ -704,4 +704,62 @@ TEST(SorRowsRefused, MissingDiagonalRectangularEntrySplit)
   EXPECT_FALSE(reference::sor_rows(build_compact_csr(a.view(), split), a.pattern(), rows));
 }
 
+// 64-bit PetscInt: the sweeps read a CSR-order block's columns through the master's 64-bit pattern as they do
+// through a 32-bit one (one sweep code for both index widths, the width taken at run time), bit for bit.
+TEST(SorPattern, Int64SweepsEqualInt32)
+{
+  std::vector<int> sizes;
+  for (int k = 0; k < 150; ++k)
+    sizes.push_back(1 + (k * 3 + k / 4) % 5);
+  const auto a = mixed_node_chain(sizes, 5u, 3);
+  StorageOptions opts;
+  opts.layout           = Layout::csr;
+  const CompactCsr copy = build_compact_csr(a.view(), opts);
+  for (const RowBlock &block : copy.blocks)
+    ASSERT_TRUE(!block.sliced() && !block.node_layout()); // every row read through the pattern
+  const std::vector<std::int64_t> rowptr(a.rowptr.begin(), a.rowptr.end()), cols(a.cols.begin(), a.cols.end());
+  const CsrPattern<std::int64_t> wide{rowptr.data(), cols.data()};
+  SorRows rows32, rows64;
+  ASSERT_TRUE(reference::sor_rows(copy, a.pattern(), rows32));
+  ASSERT_TRUE(reference::sor_rows(copy, wide, rows64));
+  ASSERT_EQ(rows32.diagonal_at, rows64.diagonal_at);
+  const std::size_t n         = static_cast<std::size_t>(a.nrows);
+  const std::vector<double> b = random_vector(n, 21u), x0 = random_vector(n, 22u);
+  std::vector<double> idiag(n);
+  for (std::size_t i = 0; i < n; ++i)
+    idiag[i] = 0.9 / rows32.diagonal[i];
+  std::size_t room = 0;
+  for (int s : sizes)
+    room += static_cast<std::size_t>(s * s);
+  std::vector<double> blocks32(room), blocks64(room), inverses = random_vector(room, 23u);
+  for (double &v : inverses)
+    v *= 1e-3;
+  ASSERT_TRUE(reference::inode_diagonal_blocks(copy, a.pattern(), rows32, sizes.data(), blocks32.data()));
+  ASSERT_TRUE(reference::inode_diagonal_blocks(copy, wide, rows64, sizes.data(), blocks64.data()));
+  ASSERT_EQ(0, std::memcmp(blocks32.data(), blocks64.data(), room * sizeof(double)));
+  const std::int64_t nodes = static_cast<std::int64_t>(sizes.size());
+  SorSweeps s;
+  s.forward = s.backward = true;
+  s.its                  = 2;
+  s.omega                = 0.9;
+  const auto sweeps      = [&](auto pattern, const SorRows &rows, int kind, std::vector<double> &x) {
+    std::vector<double> t(n);
+    if (kind == 0) reference::sor(copy, pattern, rows, s, idiag.data(), t.data(), b.data(), x.data());
+    if (kind == 1) reference::sor_eisenstat(copy, pattern, rows, s.omega, idiag.data(), t.data(), b.data(), x.data());
+    if (kind == 2) reference::sor_apply_upper(copy, pattern, rows, s.omega, 0.0, b.data(), x.data());
+    if (kind == 3)
+      reference::sor_inode(copy, pattern, rows, sizes.data(), nodes, inverses.data(), s, t.data(), b.data(), x.data());
+    if (kind == 4)
+      reference::sor_inode_eisenstat(copy, pattern, rows, sizes.data(), nodes, blocks32.data(), inverses.data(),
+                                          t.data(), b.data(), x.data());
+  };
+  for (int kind = 0; kind < 5; ++kind) {
+    std::vector<double> x32 = x0, x64 = x0;
+    sweeps(a.pattern(), rows32, kind, x32);
+    sweeps(wide, rows64, kind, x64);
+    EXPECT_NE(x32, x0) << "sweep " << kind << " changed nothing";
+    EXPECT_EQ(0, std::memcmp(x32.data(), x64.data(), n * sizeof(double))) << "sweep " << kind;
+  }
+}
+
 } // namespace
