@@ -1,7 +1,7 @@
 # petscmp: the user's entry point.
 #   make            configure and build (installs missing Debian packages first)
 #   make demo       build, then run a plain PETSc KSP solve with and without -mat_type aijmp
-#   make check      build with tests (and once without OpenMP) and run the whole suite
+#   make check      build with tests (and once without OpenMP, with the GPU backends) and run the whole suite
 #   make check-gpu  on a machine with a GPU: the device tests of the GPU build (bitwise against the CPU reference)
 #   make bench-gpu  on a machine with a GPU: device SpMV against cuSPARSE and a device copy
 #   make check-petsc  PETSc's own test harness on its KSP and SNES tutorials, with and without aijmp (about an hour)
@@ -32,20 +32,35 @@ build: configure
 demo: build
 	@bash tutorials/demo.sh $(BUILD) "$(MPIEXEC)"
 
-check: build check-noomp check-avx2 check-gpu-build
+check: build check-noomp check-avx2
 	@cd $(BUILD) && ctest --output-on-failure -j2 --timeout 600
 
+# The GPU backends a configuration builds: where nvcc (the CUDA toolkit) and
+# hipcc (Debian's, installed by check-noomp and check-gpu-build) are.
+GPU_BACKENDS = cuda=OFF; hip=OFF; \
+  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || [ -n "$$CUDACXX" ]; then cuda=ON; fi; \
+  if command -v hipcc >/dev/null; then hip=ON; fi
+INSTALL_HIPCC = bash config/install-deps.sh hip || echo "$@: hipcc could not be installed: the HIP backend is not built"
+
 # The kernels must also build and pass without OpenMP, and without -march=native:
-# this build runs the portable (non-AVX-512) kernel paths against the reference.
+# this build runs the portable (non-AVX-512) kernel paths against the reference,
+# the valgrind tests (valgrind cannot decode AVX-512), and the GPU backends where
+# their compilers are, with warnings as errors: their contraction gates, and
+# their device tests, which report "skipped" where the machine has no GPU (they
+# run on the CPU through the emulated backend in the main build).
 check-noomp: deps
-	@cmake -S . -B $(BUILD)-noomp -DCMAKE_BUILD_TYPE=Release -DPETSCMP_ENABLE_OPENMP=OFF -DPETSCMP_NATIVE=OFF $(CMAKE_ARGS) >/dev/null
-	@cmake --build $(BUILD)-noomp -j$$(nproc) --target petscmp petscmp_test_core petscmp_test_kernels
-	@cd $(BUILD)-noomp && ctest --output-on-failure -j2 -R '^core|^kernels'
+	@$(INSTALL_HIPCC)
+	@$(GPU_BACKENDS); echo "check-noomp: CUDA backend $$cuda, HIP backend $$hip"; \
+	  cmake -S . -B $(BUILD)-noomp -DCMAKE_BUILD_TYPE=Release -DPETSCMP_ENABLE_OPENMP=OFF -DPETSCMP_NATIVE=OFF \
+	    -DPETSCMP_ENABLE_CUDA=$$cuda -DPETSCMP_ENABLE_HIP=$$hip $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD)-noomp -j$$(nproc) --target petscmp_checks
+	@cd $(BUILD)-noomp && ctest --output-on-failure -j2 -R '^core|^kernels|^petsc_valgrind'
 
 # Machines without AVX-512 run the kernels' and the builder's AVX2 paths. On an
 # AVX-512 machine they are built for x86-64-v3 (AVX2, FMA, F16C) and tested
 # against the reference here; where the CPU has no AVX-512, the native build
-# above already runs them.
+# above already runs them. (The PETSc glue holds no AVX2 path: the builds
+# above compile it.)
 check-avx2: deps
 	@if ! grep -qw avx2 /proc/cpuinfo || ! grep -qw f16c /proc/cpuinfo; then \
 	  echo "check-avx2: this CPU has no AVX2 and F16C: the AVX2 paths cannot run here"; \
@@ -53,26 +68,21 @@ check-avx2: deps
 	  echo "check-avx2: no AVX-512 on this CPU: the native build's tests run the AVX2 paths"; \
 	else \
 	  cmake -S . -B $(BUILD)-avx2 -DCMAKE_BUILD_TYPE=Release -DPETSCMP_ARCH=x86-64-v3 $(CMAKE_ARGS) >/dev/null && \
-	  cmake --build $(BUILD)-avx2 -j$$(nproc) --target petscmp petscmp_test_core petscmp_test_kernels && \
+	  cmake --build $(BUILD)-avx2 -j$$(nproc) --target petscmp_checks && \
 	  cd $(BUILD)-avx2 && ctest --output-on-failure -j2 -R '^core|^kernels'; \
 	fi
 
-# The GPU backends, built with warnings as errors wherever their compilers are
-# (nvcc of the CUDA toolkit; Debian's hipcc, installed here), without PETSc, and
-# their tests: the contraction gates, and the device tests, which report
-# "skipped" where the machine has no GPU (they run on the CPU through the
-# emulated backend in the main build).
+# The GPU backends alone, without PETSc (make check builds and tests them in
+# check-noomp): the build to carry to a machine with a GPU for check-gpu.
 GPU_BUILD ?= $(BUILD)-gpu
 check-gpu-build: deps
-	@bash config/install-deps.sh hip || echo "check-gpu-build: hipcc could not be installed: the HIP backend is not built"
-	@cuda=OFF; hip=OFF; \
-	  if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || [ -n "$$CUDACXX" ]; then cuda=ON; fi; \
-	  if command -v hipcc >/dev/null; then hip=ON; fi; \
+	@$(INSTALL_HIPCC)
+	@$(GPU_BACKENDS); \
 	  if [ $$cuda = OFF ] && [ $$hip = OFF ]; then echo "check-gpu-build: no nvcc and no hipcc: no GPU backend to build"; exit 0; fi; \
 	  echo "check-gpu-build: CUDA backend $$cuda, HIP backend $$hip"; \
 	  cmake -S . -B $(GPU_BUILD) -DCMAKE_BUILD_TYPE=Release -DPETSCMP_WITH_PETSC=OFF -DPETSCMP_ENABLE_OPENMP=OFF \
 	    -DPETSCMP_ENABLE_CUDA=$$cuda -DPETSCMP_ENABLE_HIP=$$hip $(CMAKE_ARGS) >/dev/null && \
-	  cmake --build $(GPU_BUILD) -j$$(nproc) && \
+	  cmake --build $(GPU_BUILD) -j$$(nproc) --target petscmp_gpu_checks && \
 	  cd $(GPU_BUILD) && ctest --output-on-failure -j2 -R '^kernels\.(cuda|hip)\.'
 
 # On a machine with a GPU (carry $(GPU_BUILD) there when it has no compilers
