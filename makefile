@@ -41,6 +41,13 @@ GPU_BACKENDS = cuda=OFF; hip=OFF; \
   if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || [ -n "$$CUDACXX" ]; then cuda=ON; fi; \
   if command -v hipcc >/dev/null; then hip=ON; fi
 INSTALL_HIPCC = bash config/install-deps.sh hip || echo "$@: hipcc could not be installed: the HIP backend is not built"
+# The extra configurations run the core and kernel test programs whole
+# (tests/run_gtest_programs.sh: a minute less than one process per test), and
+# through ctest the tests that are more than a gtest case: the GPU backends'
+# (reported as skipped where there is no GPU), the contraction gates, the
+# OpenMP thread limit.
+GTEST_PROGRAMS = tests/core/petscmp_test_core tests/kernels/petscmp_test_kernels
+CTEST_EXTRA = ^kernels\.(cuda|hip)\.|^kernels\.OpenmpThreadLimit$$
 
 # The kernels must also build and pass without OpenMP, and without -march=native:
 # this build runs the portable (non-AVX-512) kernel paths against the reference,
@@ -54,7 +61,8 @@ check-noomp: deps
 	  cmake -S . -B $(BUILD)-noomp -DCMAKE_BUILD_TYPE=Release -DPETSCMP_ENABLE_OPENMP=OFF -DPETSCMP_NATIVE=OFF \
 	    -DPETSCMP_ENABLE_CUDA=$$cuda -DPETSCMP_ENABLE_HIP=$$hip $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD)-noomp -j$$(nproc) --target petscmp_checks
-	@cd $(BUILD)-noomp && ctest --output-on-failure -j2 -R '^core|^kernels|^petsc_valgrind'
+	@bash tests/run_gtest_programs.sh $(GTEST_PROGRAMS:%=$(BUILD)-noomp/%)
+	@cd $(BUILD)-noomp && ctest --output-on-failure -j2 -R '$(CTEST_EXTRA)|^petsc_valgrind'
 
 # Machines without AVX-512 run the kernels' and the builder's AVX2 paths. On an
 # AVX-512 machine they are built for x86-64-v3 (AVX2, FMA, F16C) and tested
@@ -69,7 +77,8 @@ check-avx2: deps
 	else \
 	  cmake -S . -B $(BUILD)-avx2 -DCMAKE_BUILD_TYPE=Release -DPETSCMP_ARCH=x86-64-v3 $(CMAKE_ARGS) >/dev/null && \
 	  cmake --build $(BUILD)-avx2 -j$$(nproc) --target petscmp_checks && \
-	  cd $(BUILD)-avx2 && ctest --output-on-failure -j2 -R '^core|^kernels'; \
+	  bash tests/run_gtest_programs.sh $(GTEST_PROGRAMS:%=$(BUILD)-avx2/%) && \
+	  cd $(BUILD)-avx2 && ctest --output-on-failure -j2 -R '$(CTEST_EXTRA)'; \
 	fi
 
 # The GPU backends alone, without PETSc (make check builds and tests them in
