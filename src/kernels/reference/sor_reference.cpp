@@ -17,20 +17,6 @@ namespace reference {
 
 namespace {
 
-// The AIJ pattern with its index width known at run time. Only the rows of a
-// CSR-order block read it, so the sweeps are compiled once for both index
-// types, not once each: that copy doubled this file's code and its compile
-// time (3 minutes at -O3, the longest of the build).
-struct AnyPattern {
-  const void *rowptr = nullptr, *cols = nullptr;
-  bool wide = false; // 64-bit indices
-};
-template <typename Index> AnyPattern any_pattern(CsrPattern<Index> p)
-{
-  static_assert(std::is_same_v<Index, std::int32_t> || std::is_same_v<Index, std::int64_t>);
-  return {p.rowptr, p.cols, sizeof(Index) == 8};
-}
-
 // The entries of one stored row, e < n, columns ascending: value(e), and the
 // column shift + cols[e * ColStride] (a product indexes v + shift by the
 // stored index alone). Stride: the distance between the row's values, fixed at
@@ -232,9 +218,9 @@ struct BlockCursor {
 // row lies in is followed as the walk goes (no search, one kind test per
 // slice). With a RowsAndNodes fn, a node of a node layout that lies whole in
 // the run goes to fn.node at once. cursor: where the sweep left the block.
-template <bool Descending, typename Vals, typename Fn>
-void walk_run(const RowBlock &block, AnyPattern p, const Vals &vals, const SorRows::Run &run, BlockCursor &cursor,
-              Fn &&fn)
+template <bool Descending, typename Index, typename Vals, typename Fn>
+void walk_run(const RowBlock &block, CsrPattern<Index> p, const Vals &vals, const SorRows::Run &run,
+              BlockCursor &cursor, Fn &&fn)
 {
   auto at = [&](std::int64_t j0) { return Descending ? run.count - 1 - j0 : j0; };
   if (block.node_layout()) {
@@ -374,26 +360,18 @@ void walk_run(const RowBlock &block, AnyPattern p, const Vals &vals, const SorRo
     }
     return;
   }
-  auto csr_rows = [&](auto index_type) {
-    using Index         = typename decltype(index_type)::type;
-    const Index *rowptr = static_cast<const Index *>(p.rowptr), *cols = static_cast<const Index *>(p.cols);
-    for (std::int64_t j0 = 0; j0 < run.count; ++j0) {
-      const std::int64_t j = at(j0), k = run.first_k + j, row = block.row(k);
-      const std::int64_t start = rowptr[row];
-      call_row(fn, run.first_row + j,
-               stored_row<1, 1>(vals, cols + start, 0, block.value_index(k, 0, start), 1, rowptr[row + 1] - start));
-    }
-  };
-  if (p.wide)
-    csr_rows(type_tag<std::int64_t>{});
-  else
-    csr_rows(type_tag<std::int32_t>{});
+  for (std::int64_t j0 = 0; j0 < run.count; ++j0) {
+    const std::int64_t j = at(j0), k = run.first_k + j, row = block.row(k);
+    const std::int64_t start = p.rowptr[row];
+    call_row(fn, run.first_row + j,
+             stored_row<1, 1>(vals, p.cols + start, 0, block.value_index(k, 0, start), 1, p.rowptr[row + 1] - start));
+  }
 }
 
 // Calls fn(row, StoredRow) for every row, in ascending (Descending false) or
 // descending row order, run by run, each run's format dispatched once.
-template <bool Descending, typename Fn>
-void for_each_row(const CompactCsr &A, AnyPattern p, const SorRows &rows, Fn &&fn)
+template <bool Descending, typename Index, typename Fn>
+void for_each_row(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, Fn &&fn)
 {
   const std::size_t nruns = rows.runs.size();
   std::vector<BlockCursor> cursors(A.blocks.size());
@@ -810,7 +788,7 @@ void add_row(std::vector<SorRows::Run> &runs, std::int64_t block, std::int64_t r
 
 } // namespace
 
-bool sor_rows(const CompactCsr &A, AnyPattern p, SorRows &rows)
+template <typename Index> bool sor_rows(const CompactCsr &A, CsrPattern<Index> p, SorRows &rows)
 {
   rows = SorRows{};
   if (A.entry_split() || !A.rows_in_order() || A.nrows != A.ncols) return false;
@@ -856,8 +834,9 @@ bool sor_rows(const CompactCsr &A, AnyPattern p, SorRows &rows)
   return ok;
 }
 
-void sor(const CompactCsr &A, AnyPattern p, const SorRows &rows, const SorSweeps &s, const double *idiag, double *t,
-         const double *b, double *x)
+template <typename Index>
+void sor(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const SorSweeps &s, const double *idiag,
+         double *t, const double *b, double *x)
 {
   const double *mdiag             = rows.diagonal.data();
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
@@ -914,8 +893,9 @@ void sor(const CompactCsr &A, AnyPattern p, const SorRows &rows, const SorSweeps
   }
 }
 
-void sor_eisenstat(const CompactCsr &A, AnyPattern p, const SorRows &rows, double omega, const double *idiag, double *t,
-                   const double *b, double *x)
+template <typename Index>
+void sor_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, double omega, const double *idiag,
+                   double *t, const double *b, double *x)
 {
   const double *mdiag             = rows.diagonal.data();
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
@@ -938,7 +918,8 @@ void sor_eisenstat(const CompactCsr &A, AnyPattern p, const SorRows &rows, doubl
   });
 }
 
-void sor_apply_upper(const CompactCsr &A, AnyPattern p, const SorRows &rows, double omega, double shift,
+template <typename Index>
+void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, double omega, double shift,
                      const double *b, double *x)
 {
   const double *mdiag             = rows.diagonal.data();
@@ -953,7 +934,9 @@ void sor_apply_upper(const CompactCsr &A, AnyPattern p, const SorRows &rows, dou
   });
 }
 
-bool inode_diagonal_blocks(const CompactCsr &A, AnyPattern p, const SorRows &rows, const int *sizes, double *blocks)
+template <typename Index>
+bool inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+                           double *blocks)
 {
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
   std::int64_t node = 0, row0 = 0;
@@ -989,8 +972,9 @@ namespace {
 // The backward sweep of AIJ's inode SOR: xb minus the columns after the node (the last row's entries after its
 // diagonal), x of the node = its inverse times S; or (whole) xb minus the whole rows, x of the node += its inverse
 // times S. (Eisenstat's x = (U + D)^-1 b is the first.)
-void inode_backward_pass(const CompactCsr &A, AnyPattern p, const SorRows &rows, const int *sizes, std::int64_t nodes,
-                         const double *inverses, const double *xb, bool whole, double *x)
+template <typename Index>
+void inode_backward_pass(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+                         std::int64_t nodes, const double *inverses, const double *xb, bool whole, double *x)
 {
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
   double S[5];
@@ -1061,7 +1045,8 @@ void inode_backward_pass(const CompactCsr &A, AnyPattern p, const SorRows &rows,
 }
 } // namespace
 
-void sor_inode(const CompactCsr &A, AnyPattern p, const SorRows &rows, const int *sizes, std::int64_t nodes,
+template <typename Index>
+void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes, std::int64_t nodes,
                const double *inverses, const SorSweeps &sweeps, double *t, const double *b, double *x)
 {
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
@@ -1163,8 +1148,10 @@ void inode_block_product(const int *sizes, std::int64_t nodes, const double *blo
   }
 }
 
-void sor_inode_eisenstat(const CompactCsr &A, AnyPattern p, const SorRows &rows, const int *sizes, std::int64_t nodes,
-                         const double *blocks, const double *inverses, double *t, const double *b, double *x)
+template <typename Index>
+void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
+                         std::int64_t nodes, const double *blocks, const double *inverses, double *t, const double *b,
+                         double *x)
 {
   const std::int32_t *diagonal_at = rows.diagonal_at.data();
   double S[5], y[5];
@@ -1231,49 +1218,6 @@ void sor_inode_eisenstat(const CompactCsr &A, AnyPattern p, const SorRows &rows,
     else
       for_each_node<false>(A, rows, whole_node);
   }
-}
-
-// The entry points for each index type of the AIJ pattern, all on the sweeps above.
-template <typename Index> bool sor_rows(const CompactCsr &A, CsrPattern<Index> p, SorRows &rows)
-{
-  return sor_rows(A, any_pattern(p), rows);
-}
-template <typename Index>
-void sor(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const SorSweeps &s, const double *idiag,
-         double *t, const double *b, double *x)
-{
-  sor(A, any_pattern(p), rows, s, idiag, t, b, x);
-}
-template <typename Index>
-void sor_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, double omega, const double *idiag,
-                   double *t, const double *b, double *x)
-{
-  sor_eisenstat(A, any_pattern(p), rows, omega, idiag, t, b, x);
-}
-template <typename Index>
-void sor_apply_upper(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, double omega, double shift,
-                     const double *b, double *x)
-{
-  sor_apply_upper(A, any_pattern(p), rows, omega, shift, b, x);
-}
-template <typename Index>
-bool inode_diagonal_blocks(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
-                           double *blocks)
-{
-  return inode_diagonal_blocks(A, any_pattern(p), rows, sizes, blocks);
-}
-template <typename Index>
-void sor_inode(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes, std::int64_t nodes,
-               const double *inverses, const SorSweeps &sweeps, double *t, const double *b, double *x)
-{
-  sor_inode(A, any_pattern(p), rows, sizes, nodes, inverses, sweeps, t, b, x);
-}
-template <typename Index>
-void sor_inode_eisenstat(const CompactCsr &A, CsrPattern<Index> p, const SorRows &rows, const int *sizes,
-                         std::int64_t nodes, const double *blocks, const double *inverses, double *t, const double *b,
-                         double *x)
-{
-  sor_inode_eisenstat(A, any_pattern(p), rows, sizes, nodes, blocks, inverses, t, b, x);
 }
 
 #define PETSCMP_SOR_INSTANCES(Index)                                                                                   \
