@@ -979,14 +979,19 @@ struct RowLists {
   }
 };
 
-// The columns of block rows [k0, k1), asked for ahead where their span is
-// worth asking for whole (span_worth_asking, as ListedRowsAhead). The
-// shifted-slice test of a window reads a column or two of each slice whose
-// rows have one length, a line in every few, which the hardware prefetcher
-// does not follow: one miss after another (Zen 5, mixed operator 160^3: the
-// sort of a full build 0.073-0.081 -> 0.053 s, medians of 15, alternated).
+// Loads the columns of block rows [k0, k1) into cache where their span is
+// worth reading whole (span_worth_asking, as ListedRowsAhead): a load per
+// line, in address order. The shifted-slice test of a window reads a column
+// or two of each slice whose rows have one length, a line in every few, which
+// the hardware prefetcher does not follow: one miss after another. Software
+// prefetches of the next window's lines were mostly lost (the test's load
+// stayed the hot spot; Zen 5 in a VM, 4 KiB pages); plain loads in address
+// order are followed by the hardware prefetcher, and the shaping of the
+// window that follows the test then reads from cache (mixed operator 160^3,
+// fp32 and bf16 full builds 10% faster with this and the shaping in the
+// sort's pass, medians of 4 alternated runs).
 template <typename Index>
-void prefetch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
+void touch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
 {
   const std::int64_t lo = csr.rowptr[b.row(k0)], hi = csr.rowptr[b.row(k1 - 1) + 1];
   std::int64_t entries = hi - lo; // a run block's rows follow one another
@@ -999,7 +1004,102 @@ void prefetch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::
   const auto *line = reinterpret_cast<const char *>(csr.cols + lo);
   const auto *end  = reinterpret_cast<const char *>(csr.cols + hi);
   for (line -= reinterpret_cast<std::uintptr_t>(line) & 63; line < end; line += 64)
-    __builtin_prefetch(line);
+    (void)*reinterpret_cast<const volatile char *>(line); // (within the page of a column: readable)
+}
+
+// Whether one of the first `probe` full slices of block b is shifted.
+constexpr std::int64_t kProbeSlices = 64;
+template <typename Index> bool has_shifted_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t probe)
+{
+  for (std::int64_t q = 0; q < std::min(probe, b.row_count() / kSliceRows); ++q)
+    if (is_shifted_slice(csr, b, q)) return true;
+  return false;
+}
+
+// Where the values and the columns of each slice of block b start when sliced:
+// each slice as wide as its longest row; 8 columns per entry, 1 when the
+// slice is shifted, or a base and 8 16-bit offsets when it is narrow.
+struct SliceShape {
+  std::vector<std::int64_t> offsets, col_offsets; // slices + 1 each; empty: not sliced
+  std::int64_t shifted = 0;                       // shifted slices
+  std::int64_t narrow  = 0;                       // narrow slices
+  bool empty() const { return offsets.empty(); }
+  void clear()
+  {
+    offsets.clear();
+    col_offsets.clear();
+    shifted = narrow = 0;
+  }
+};
+
+// Largest offset from a narrow slice's base column (16 bits).
+constexpr std::int64_t kMaxNarrowOffset = 0xffff;
+
+// Whether the rows [k0, k1) of block b have their columns within 2^16 of the
+// smallest one. Columns ascend within a row (as PETSc's AIJ keeps them), so a
+// row's first and last column bound it; shape_slices checks every column.
+template <typename Index>
+bool narrow_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
+{
+  std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
+  for (std::int64_t k = k0; k < k1; ++k) {
+    const std::int64_t row = b.row(k), start = csr.rowptr[row], end = csr.rowptr[row + 1];
+    if (start == end) continue;
+    lo = std::min<std::int64_t>(lo, csr.cols[start]);
+    hi = std::max<std::int64_t>(hi, csr.cols[end - 1]);
+  }
+  return hi >= 0 && hi - lo <= kMaxNarrowOffset;
+}
+
+// Slices [q0, q1) of block b into shape, whose vectors are already sized for
+// all of b's slices (their offsets from slice q0 on are written, each after
+// the one before); ahead, where given, asks for listed rows' columns ahead.
+template <typename Index>
+void shape_slice_range(const CsrView<Index> &csr, const RowBlock &b, bool patched_slices, SliceShape &shape,
+                       std::int64_t q0, std::int64_t q1, ListedRowsAhead<Index> *ahead)
+{
+  const std::int64_t nrows = b.row_count();
+  const Index *first       = b.grouped() ? nullptr : csr.rowptr + b.row_begin; // run blocks: consecutive rows
+  for (std::int64_t q = q0; q < q1; ++q) {
+    if (!first && ahead) ahead->at_slice(csr, b, q);
+    std::int64_t width    = 0;
+    const std::int64_t k1 = std::min(nrows, (q + 1) * kSliceRows);
+    if (first)
+      for (std::int64_t k = q * kSliceRows; k < k1; ++k)
+        width = std::max<std::int64_t>(width, first[k + 1] - first[k]);
+    else
+      for (std::int64_t k = q * kSliceRows; k < k1; ++k)
+        width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
+    const bool shifted         = is_shifted_slice(csr, b, q);
+    const std::int64_t patches = !shifted && patched_slices && width > 0 ? slice_patch_count(csr, b, q, width) : -1;
+    const bool narrow          = !shifted && patches < 0 && width > 0 && narrow_columns(csr, b, q * kSliceRows, k1);
+    shape.offsets[q + 1]       = shape.offsets[q] + width * kSliceRows;
+    shape.col_offsets[q + 1]   = shape.col_offsets[q] + (shifted        ? width
+                                                         : patches >= 0 ? patched_slice_header(width) + patches
+                                                         : narrow       ? RowBlock::narrow_slice_columns(width)
+                                                                        : width * kSliceRows);
+    shape.shifted += shifted;
+    shape.narrow += narrow;
+  }
+}
+
+// shape's vectors sized for block b's slices, nothing counted yet.
+inline void size_shape(SliceShape &shape, std::int64_t nrows)
+{
+  const std::int64_t nslices = (nrows + kSliceRows - 1) / kSliceRows;
+  shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
+  shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
+  shape.shifted = shape.narrow = 0;
+}
+
+// (shape: in, vectors of a copy being replaced, whose memory is reused: a
+// stencil's offsets are 2 bytes per row, fresh pages at each build otherwise)
+template <typename Index>
+void slice_shape_of(const CsrView<Index> &csr, const RowBlock &b, bool patched_slices, SliceShape &shape)
+{
+  size_shape(shape, b.row_count());
+  ListedRowsAhead<Index> ahead(csr.cols);
+  shape_slice_range(csr, b, patched_slices, shape, 0, static_cast<std::int64_t>(shape.offsets.size()) - 1, &ahead);
 }
 
 // Sorts the rows of block b by decreasing length within windows of `window`
@@ -1007,46 +1107,61 @@ void prefetch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::
 // holds no shifted slice; a sorted run block becomes a block listing its rows
 // (all of them: it still covers its range). Returns the windows sorted. With
 // replaced, b's lists before the sort move there when it sorts (undone by
-// swapping them back: no copy of the lists, which have a row each).
+// swapping them back: no copy of the lists, which have a row each). With
+// shape (window a multiple of kSliceRows), also shapes b's slices in their
+// final order (slice_shape_of's result), each window right after its order is
+// decided, while its columns are in cache: a separate shaping pass read them
+// from memory again (Zen 5, mixed operator 160^3: about a tenth of a full build).
 template <typename Index>
-std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window, RowLists *replaced = nullptr)
+std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window, RowLists *replaced = nullptr,
+                             SliceShape *shape = nullptr, bool patched_slices = false)
 {
   const std::int64_t nrows = b.row_count();
   const auto span = static_cast<std::size_t>(std::min<std::int64_t>(window, nrows)); // (a window may exceed the block)
   std::vector<std::int64_t> len(span), order(span), counts;
-  std::vector<std::int32_t> rows; // the block's rows, sorted windows sorted; made at the first sorted window
+  std::vector<std::int32_t> was(span); // a sorted window's rows before its sort
+  if (shape) size_shape(*shape, nrows);
   std::int64_t sorted = 0;
   for (std::int64_t w = 0; w < nrows; w += window) {
     const std::int64_t n = std::min<std::int64_t>(nrows - w, window);
-    if (w + window < nrows) prefetch_window_columns(csr, b, w + window, std::min(nrows, w + 2 * std::int64_t(window)));
+    if (w + window < nrows) touch_window_columns(csr, b, w + window, std::min(nrows, w + 2 * std::int64_t(window)));
+    const auto shape_window = [&] {
+      if (shape)
+        shape_slice_range(csr, b, patched_slices, *shape, w / kSliceRows, (w + n + kSliceRows - 1) / kSliceRows,
+                          static_cast<ListedRowsAhead<Index> *>(nullptr));
+    };
     for (std::int64_t k = 0; k < n; ++k) {
       const std::int64_t row = b.row(w + k);
       len[k]                 = csr.rowptr[row + 1] - csr.rowptr[row];
     }
     order_by_decreasing_length(len.data(), n, order.data(), counts);
-    if (sliced_entries_sorted(len.data(), order.data(), n) >= sliced_entries_of_lengths(len.data(), n)) continue;
-    bool shifted = false;
+    bool shifted = sliced_entries_sorted(len.data(), order.data(), n) >= sliced_entries_of_lengths(len.data(), n);
     for (std::int64_t q = w / kSliceRows; q * kSliceRows < w + n && !shifted; ++q)
       shifted = is_shifted_slice(csr, b, q);
-    if (shifted) continue;
-    if (rows.empty()) {
+    if (shifted) { // (or no fewer entries sorted): the window stays in its order
+      shape_window();
+      continue;
+    }
+    if (!sorted) { // b lists its rows from now on, in the order sorted so far (none)
       if (!b.grouped() && b.row_end > std::numeric_limits<std::int32_t>::max())
         throw StorageError("petscmp: rows sorted by length are listed in 32 bits; this block has rows past 2^31");
+      std::vector<std::int32_t> rows;
       if (b.grouped())
         rows.assign(b.rows.begin(), b.rows.end());
       else {
         rows.resize(static_cast<std::size_t>(nrows));
         std::iota(rows.begin(), rows.end(), static_cast<std::int32_t>(b.row_begin));
       }
+      if (replaced) replaced->swap_with(b);
+      b.rows = std::move(rows);
+      b.value_offsets.clear(); // (CSR order only)
     }
+    std::copy_n(b.rows.begin() + w, n, was.begin());
     for (std::int64_t k = 0; k < n; ++k)
-      rows[static_cast<std::size_t>(w + k)] = static_cast<std::int32_t>(b.row(w + order[k]));
+      b.rows[static_cast<std::size_t>(w + k)] = was[static_cast<std::size_t>(order[k])];
     ++sorted;
+    shape_window();
   }
-  if (!sorted) return 0;
-  if (replaced) replaced->swap_with(b);
-  b.rows = std::move(rows);
-  b.value_offsets.clear(); // (CSR order only)
   return sorted;
 }
 
@@ -1094,17 +1209,24 @@ std::vector<std::int32_t> take_long_rows(const CsrView<Index> &csr, RowBlock &b,
 struct SliceSorting {
   std::int64_t windows = 0;            // windows sorted
   std::vector<std::int32_t> long_rows; // rows taken out of the block, ascending
+  bool shaped = false;                 // the shape given holds the slices of b as left
 };
-template <typename Index> SliceSorting sort_rows_to_slice(const CsrView<Index> &csr, RowBlock &b, bool set_apart)
+template <typename Index>
+SliceSorting sort_rows_to_slice(const CsrView<Index> &csr, RowBlock &b, bool set_apart, SliceShape &shape,
+                                bool patched_slices)
 {
   SliceSorting out;
-  auto padded_within_limit = [&] {
-    return static_cast<double>(padded_entries(csr, b)) <= kMaxSlicePadding * static_cast<double>(b.nnz);
+  const auto within_limit = [&](std::int64_t entries) { // (b.nnz: without the long rows once they are set apart)
+    return static_cast<double>(entries) <= kMaxSlicePadding * static_cast<double>(b.nnz);
   };
+  auto padded_within_limit = [&] { return within_limit(padded_entries(csr, b)); };
   if (padded_within_limit()) return out;
   RowLists before; // (the lists move, not copied: a sort that helps, the common case, copies none)
-  out.windows = sort_block_rows(csr, b, kAutoSortWindow, &before);
-  if (out.windows && padded_within_limit()) return out;
+  out.windows = sort_block_rows(csr, b, kAutoSortWindow, &before, &shape, patched_slices);
+  if (out.windows && within_limit(shape.offsets.back())) {
+    out.shaped = true;
+    return out;
+  }
   if (out.windows) before.swap_with(b); // no better: the rows back in matrix order
   out.windows = 0;
   if (!set_apart) return out;
@@ -1132,84 +1254,6 @@ RowBlock listed_rows_block(const CsrView<Index> &csr, Format f, std::vector<std:
     block.value_offsets[k + 1] = block.value_offsets[k] + csr.rowptr[block.rows[k] + 1] - csr.rowptr[block.rows[k]];
   block.nnz = block.value_offsets.back();
   return block;
-}
-
-// Whether one of the first `probe` full slices of block b is shifted.
-constexpr std::int64_t kProbeSlices = 64;
-template <typename Index> bool has_shifted_slice(const CsrView<Index> &csr, const RowBlock &b, std::int64_t probe)
-{
-  for (std::int64_t q = 0; q < std::min(probe, b.row_count() / kSliceRows); ++q)
-    if (is_shifted_slice(csr, b, q)) return true;
-  return false;
-}
-
-// Where the values and the columns of each slice of block b start when sliced:
-// each slice as wide as its longest row; 8 columns per entry, 1 when the
-// slice is shifted, or a base and 8 16-bit offsets when it is narrow.
-struct SliceShape {
-  std::vector<std::int64_t> offsets, col_offsets; // slices + 1 each; empty: not sliced
-  std::int64_t shifted = 0;                       // shifted slices
-  std::int64_t narrow  = 0;                       // narrow slices
-  bool empty() const { return offsets.empty(); }
-  void clear()
-  {
-    offsets.clear();
-    col_offsets.clear();
-    shifted = narrow = 0;
-  }
-};
-
-// Largest offset from a narrow slice's base column (16 bits).
-constexpr std::int64_t kMaxNarrowOffset = 0xffff;
-
-// Whether the rows [k0, k1) of block b have their columns within 2^16 of the
-// smallest one. Columns ascend within a row (as PETSc's AIJ keeps them), so a
-// row's first and last column bound it; shape_slices checks every column.
-template <typename Index>
-bool narrow_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
-{
-  std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
-  for (std::int64_t k = k0; k < k1; ++k) {
-    const std::int64_t row = b.row(k), start = csr.rowptr[row], end = csr.rowptr[row + 1];
-    if (start == end) continue;
-    lo = std::min<std::int64_t>(lo, csr.cols[start]);
-    hi = std::max<std::int64_t>(hi, csr.cols[end - 1]);
-  }
-  return hi >= 0 && hi - lo <= kMaxNarrowOffset;
-}
-
-// (shape: in, vectors of a copy being replaced, whose memory is reused: a
-// stencil's offsets are 2 bytes per row, fresh pages at each build otherwise)
-template <typename Index>
-void slice_shape_of(const CsrView<Index> &csr, const RowBlock &b, bool patched_slices, SliceShape &shape)
-{
-  const std::int64_t nrows = b.row_count(), nslices = (nrows + kSliceRows - 1) / kSliceRows;
-  shape.offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
-  shape.col_offsets.assign(static_cast<std::size_t>(nslices) + 1, 0);
-  shape.shifted = shape.narrow = 0;
-  const Index *first           = b.grouped() ? nullptr : csr.rowptr + b.row_begin; // run blocks: consecutive rows
-  ListedRowsAhead<Index> ahead(csr.cols);
-  for (std::int64_t q = 0; q < nslices; ++q) {
-    if (!first) ahead.at_slice(csr, b, q);
-    std::int64_t width    = 0;
-    const std::int64_t k1 = std::min(nrows, (q + 1) * kSliceRows);
-    if (first)
-      for (std::int64_t k = q * kSliceRows; k < k1; ++k)
-        width = std::max<std::int64_t>(width, first[k + 1] - first[k]);
-    else
-      for (std::int64_t k = q * kSliceRows; k < k1; ++k)
-        width = std::max<std::int64_t>(width, csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)]);
-    const bool shifted         = is_shifted_slice(csr, b, q);
-    const std::int64_t patches = !shifted && patched_slices && width > 0 ? slice_patch_count(csr, b, q, width) : -1;
-    const bool narrow          = !shifted && patches < 0 && width > 0 && narrow_columns(csr, b, q * kSliceRows, k1);
-    shape.offsets[q + 1]       = shape.offsets[q] + width * kSliceRows;
-    shape.col_offsets[q + 1]   = shape.col_offsets[q] + (shifted        ? width
-                                                         : patches >= 0 ? patched_slice_header(width) + patches
-                                                         : narrow       ? RowBlock::narrow_slice_columns(width)
-                                                                        : width * kSliceRows);
-    shape.shifted += shifted;
-    shape.narrow += narrow;
-  }
 }
 
 // The nodes of block b: runs of at most kMaxNodeRows consecutive block rows
@@ -2551,12 +2595,18 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
     SliceSorting sorting;
     const bool may_slice = layout != Layout::csr && layout != Layout::node && narrow_columns && b.row_count() > 0;
     SliceShape slices;
-    auto shape_slices_of_block = [&] {
-      if (!spare_slices.empty()) { // the next block of the copy being replaced: memory already mapped
+    bool spare_taken = false, shaped = false; // shaped: slices hold b's slices in its current order
+    auto take_spare_slices = [&] {
+      if (!spare_taken && !spare_slices.empty()) { // the next block of the copy being replaced: memory already mapped
         slices = std::move(spare_slices.back());
         spare_slices.pop_back();
       }
+      spare_taken = true;
+    };
+    auto shape_slices_of_block = [&] {
+      take_spare_slices();
       slice_shape_of(csr, b, patched_slices, slices);
+      shaped = true;
     };
     // Rows 1-7 of a shifted slice each start a node (each has other columns than the row before): with more
     // such rows than the automatic layout's node limit, it takes no nodes, and they are not looked for (on a
@@ -2573,13 +2623,28 @@ bool fill_blocks(const CsrView<Index> &csr, Layout layout, bool own_indices, int
     if (!nodes.empty())
       slices.clear();
     else if (may_slice) {
-      const std::int64_t sorted = sort_window > 1 ? sort_block_rows(csr, b, sort_window) : 0;
+      // (a sort shapes the slices as it goes, where they are not shaped yet: slices_first shaped them in matrix
+      // order, which a sort makes stale)
+      take_spare_slices();
+      std::int64_t sorted = 0;
+      if (sort_window > 1 && !slices_first) {
+        sorted = sort_block_rows(csr, b, sort_window, nullptr, &slices, patched_slices);
+        shaped = true;
+      } else if (sort_window > 1) {
+        sorted = sort_block_rows(csr, b, sort_window);
+        shaped = shaped && !sorted;
+      }
       out.stats.sorted_windows += sorted;
-      if (layout == Layout::automatic && sort_window == 1 && !own_indices)
-        sorting = sort_rows_to_slice(csr, b, i < blocks);
+      if (layout == Layout::automatic && sort_window == 1 && !own_indices) {
+        SliceShape sorted_shape; // (slices_first: the unsorted shape stays in slices until a sort succeeds)
+        SliceShape &target = slices_first ? sorted_shape : slices;
+        sorting            = sort_rows_to_slice(csr, b, i < blocks, target, patched_slices);
+        if (sorting.windows || !sorting.long_rows.empty()) shaped = sorting.shaped;
+        if (sorting.shaped && slices_first) slices = std::move(sorted_shape);
+      }
       out.stats.sorted_windows += sorting.windows;
       out.stats.long_rows += static_cast<std::int64_t>(sorting.long_rows.size());
-      if (!slices_first || sorted || sorting.windows || !sorting.long_rows.empty()) shape_slices_of_block();
+      if (!shaped) shape_slices_of_block();
       if (layout != Layout::sliced && !own_indices &&
           slices.offsets.back() > kMaxSlicePadding * static_cast<double>(b.nnz))
         slices.clear();
