@@ -1393,6 +1393,83 @@ TYPED_TEST(BuilderTest, SlicedLayoutAutomaticPaddingLimit)
   }
 }
 
+namespace {
+// 805 rows in 4 windows of kAutoSortWindow rows (the last of 37 rows, its last
+// slice of 5): stencil-like rows of 7 columns around the diagonal, and every
+// 8th row from row 3 on (windows 0, 2, 3) a row of 27 with a column beyond
+// 2^16; in window 1 the first slice is shifted (row r: columns r .. r + 6) and
+// two rows in different slices are long. Unsorted, the long rows pad most
+// slices to 27 entries; sorted, windows 0, 2 and 3 pad little, and window 1
+// stays in matrix order (a shifted slice).
+template <typename Index> TestCsr<Index> windows_to_sort()
+{
+  TestCsr<Index> m;
+  m.ncols                  = 200000;
+  const std::int64_t nrows = 3 * kAutoSortWindow + 37;
+  for (std::int64_t i = 0; i < nrows; ++i) {
+    const bool in_window1 = i >= kAutoSortWindow && i < 2 * kAutoSortWindow;
+    const bool long_row   = in_window1 ? (i == kAutoSortWindow + 20 || i == kAutoSortWindow + 100) : i % 8 == 3;
+    std::vector<std::int64_t> cols;
+    if (in_window1 && i < kAutoSortWindow + kSliceRows)
+      for (int e = 0; e < 7; ++e)
+        cols.push_back(i + e);
+    else
+      for (std::int64_t d : {-40, -9, -1, 0, 1, 9, 40})
+        cols.push_back(std::max<std::int64_t>(0, i + d));
+    if (long_row) {
+      for (int e = 0; e < 19; ++e)
+        cols.push_back(1000 + 13 * i + e);
+      cols.push_back(100000 + i);
+    }
+    std::sort(cols.begin(), cols.end());
+    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+    for (std::int64_t c : cols) {
+      m.cols.push_back(static_cast<Index>(c));
+      m.vals.push_back(0.5 + static_cast<double>(m.vals.size() % 97) / 64.0);
+    }
+    m.rowptr.push_back(static_cast<Index>(m.vals.size()));
+    ++m.nrows;
+  }
+  return m;
+}
+} // namespace
+
+// The automatic layout sorts a block's rows window by window and shapes each
+// window's slices as it goes (no shaping pass of its own): the shapes are
+// those of the rows as sorted (check_compact recounts every slice: width,
+// shifted, patched with its bases and masks, narrow), windows holding a
+// shifted slice keep their order, and a copy built in the memory of another
+// (its shapes reused) is the same.
+TYPED_TEST(BuilderTest, AutomaticLayoutShapesSortedWindowsAsTheySort)
+{
+  const TestCsr<TypeParam> m = windows_to_sort<TypeParam>();
+  for (bool patched : {true, false})
+    for (StorageMode mode : {StorageMode::lossless, StorageMode::fp32, StorageMode::fp16, StorageMode::bf16}) {
+      StorageOptions opts = with_mode(mode);
+      opts.patched_slices = patched;
+      const CompactCsr A  = build_compact_csr(m.view(), opts);
+      ASSERT_EQ(A.blocks.size(), 1u) << storage_mode_name(mode);
+      const RowBlock &b = A.blocks[0];
+      EXPECT_TRUE(b.sliced() && b.grouped());
+      EXPECT_EQ(A.stats.sorted_windows, 3) << storage_mode_name(mode);
+      for (std::int64_t k = kAutoSortWindow; k < 2 * kAutoSortWindow; ++k)
+        EXPECT_EQ(b.row(k), k) << "window 1 holds a shifted slice: its rows stay in matrix order";
+      EXPECT_TRUE(b.shifted_slice(kAutoSortWindow / kSliceRows));
+      EXPECT_LE(static_cast<double>(b.stored_count()), kMaxSlicePadding * static_cast<double>(m.vals.size()));
+      EXPECT_GT(A.stats.narrow_rows, 0);
+      if (patched) {
+        EXPECT_GT(A.stats.patched_rows, 0);
+      }
+      const auto formats = choose_row_formats(std::vector<CsrView<TypeParam>>{m.view()}, opts);
+      check_compact(A, m, formats);
+      CompactCsr other       = build_compact_csr(m.view(), with_mode(StorageMode::fp32, Layout::sliced));
+      const CompactCsr again = build_compact_csr(m.view(), opts, &other);
+      check_compact(again, m, formats);
+      EXPECT_EQ(again.blocks[0].slice_col_offsets, b.slice_col_offsets);
+      EXPECT_EQ(again.blocks[0].rows, b.rows);
+    }
+}
+
 TYPED_TEST(BuilderTest, SlicedLayoutGroupedRows)
 {
   // alternating formats give grouped blocks; each is sliced over its own row list
