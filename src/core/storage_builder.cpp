@@ -990,12 +990,15 @@ struct RowLists {
 // window that follows the test then reads from cache (mixed operator 160^3,
 // fp32 and bf16 full builds 10% faster with this and the shaping in the
 // sort's pass, medians of 4 alternated runs).
+// (consecutive: rows [k0, k1) are consecutive matrix rows, as in a run block
+// being sorted, whose windows ahead are still in matrix order)
 template <typename Index>
-void touch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1)
+void touch_window_columns(const CsrView<Index> &csr, const RowBlock &b, std::int64_t k0, std::int64_t k1,
+                          bool consecutive)
 {
   const std::int64_t lo = csr.rowptr[b.row(k0)], hi = csr.rowptr[b.row(k1 - 1) + 1];
-  std::int64_t entries = hi - lo; // a run block's rows follow one another
-  if (b.grouped()) {
+  std::int64_t entries = hi - lo;
+  if (!consecutive) {
     entries = 0;
     for (std::int64_t k = k0; k < k1; ++k)
       entries += csr.rowptr[b.row(k) + 1] - csr.rowptr[b.row(k)];
@@ -1121,10 +1124,12 @@ std::int64_t sort_block_rows(const CsrView<Index> &csr, RowBlock &b, int window,
   std::vector<std::int64_t> len(span), order(span), counts;
   std::vector<std::int32_t> was(span); // a sorted window's rows before its sort
   if (shape) size_shape(*shape, nrows);
-  std::int64_t sorted = 0;
+  const bool run_block = !b.grouped(); // (listing its rows once a window is sorted: the windows ahead are not)
+  std::int64_t sorted  = 0;
   for (std::int64_t w = 0; w < nrows; w += window) {
     const std::int64_t n = std::min<std::int64_t>(nrows - w, window);
-    if (w + window < nrows) touch_window_columns(csr, b, w + window, std::min(nrows, w + 2 * std::int64_t(window)));
+    if (w + window < nrows)
+      touch_window_columns(csr, b, w + window, std::min(nrows, w + 2 * std::int64_t(window)), run_block);
     const auto shape_window = [&] {
       if (shape)
         shape_slice_range(csr, b, patched_slices, *shape, w / kSliceRows, (w + n + kSliceRows - 1) / kSliceRows,
